@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"sigs.k8s.io/yaml"
+)
+
+// fileConfig is the --config document: the generator's sections (magnum, flux,
+// values_overlay) plus the sections of the packages that write to Git.
+type fileConfig struct {
+	generator.Config `json:",inline"`
+	Git              map[string]any `json:"git,omitempty"`
+	Sops             map[string]any `json:"sops,omitempty"`
+}
+
+// loadConfig reads a YAML configuration over the defaults. Unknown keys are errors: a
+// misspelt magnum.conf option would otherwise silently keep its default.
+func loadConfig(path string) (*generator.Config, error) {
+	cfg := fileConfig{Config: generator.DefaultConfig()}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading config: %w", err)
+		}
+		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+			return nil, &generator.FieldError{Field: "config " + path, Message: cleanYAMLError(err)}
+		}
+	}
+	if err := cfg.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s:\n%w", path, err)
+	}
+	return &cfg.Config, nil
+}
+
+// cleanYAMLError drops the decoder's layered prefixes ("error unmarshaling JSON: while
+// decoding JSON: json: ...") so the message names the field first.
+func cleanYAMLError(err error) string {
+	s := err.Error()
+	for _, p := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
+		s = strings.ReplaceAll(s, p, "")
+	}
+	return s
+}

@@ -1,0 +1,200 @@
+package generator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
+)
+
+// File names inside a cluster directory.
+const (
+	HelmReleaseFile   = "helmrelease.yaml"
+	KustomizationFile = "kustomization.yaml"
+	NamespaceFile     = "namespace.yaml"
+	// SecretFilePrefix starts the name of every Secret file, plaintext or encrypted.
+	SecretFilePrefix = "secret-"
+)
+
+// FileSet is a change to the repository: files to write and paths to remove, all relative
+// to the repository root.
+type FileSet struct {
+	Files   map[string][]byte
+	Deletes []string
+}
+
+// Paths returns every path the set writes or removes, sorted.
+func (fs *FileSet) Paths() []string {
+	out := make([]string, 0, len(fs.Files)+len(fs.Deletes))
+	for p := range fs.Files {
+		out = append(out, p)
+	}
+	out = append(out, fs.Deletes...)
+	sort.Strings(out)
+	return out
+}
+
+// SecretEncoder turns a Secret into the file that holds it in Git: its base name (starting
+// with SecretFilePrefix) and content. An encoder that encrypts with SOPS keeps Secrets safe
+// in Git; PlaintextSecrets writes them in clear.
+type SecretEncoder func(s *corev1.Secret, baseName string) (name string, content []byte, err error)
+
+// PlaintextSecrets writes Secrets unencrypted. It exists for tests and for operators who
+// deliver the repository by other means; never push its output to a shared Git server.
+func PlaintextSecrets(s *corev1.Secret, baseName string) (string, []byte, error) {
+	b, err := MarshalObject(s)
+	return baseName + ".yaml", b, err
+}
+
+// FileOptions controls how a Result becomes files.
+type FileOptions struct {
+	// Secrets encodes Secrets; nil leaves them out of the change.
+	Secrets SecretEncoder
+	// Existing lists the base names of the files already in the cluster directory, so the
+	// kustomization keeps listing Secret files this event does not carry material for.
+	Existing []string
+}
+
+// ClusterDir is the directory that holds one cluster: <path>/<namespace>/<R>.
+func ClusterDir(cfg *Config, namespace, release string) string {
+	return path.Join(cfg.Flux.Path, namespace, release)
+}
+
+// Files lays the result out as a repository change:
+//
+//	<path>/sources/<kind>-<name>.yaml          shared chart source
+//	<path>/<namespace>/namespace.yaml
+//	<path>/<namespace>/<R>/helmrelease.yaml
+//	<path>/<namespace>/<R>/secret-<name>.yaml  (or .sops.yaml)
+//	<path>/<namespace>/<R>/kustomization.yaml
+//
+// A delete_cluster result removes helmrelease.yaml and keeps the Secrets, which must outlive
+// the CAPI Cluster; with no Secret left, it removes the whole directory.
+func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
+	dir := ClusterDir(cfg, res.Namespace, res.ReleaseName)
+	fs := &FileSet{Files: map[string][]byte{}}
+	add := func(p string, obj any) error {
+		b, err := MarshalObject(obj)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		fs.Files[p] = b
+		return nil
+	}
+	secretFiles := map[string]bool{}
+	for _, name := range opts.Existing {
+		if strings.HasPrefix(name, SecretFilePrefix) {
+			secretFiles[name] = true
+		}
+	}
+	if res.Operation == DeleteCluster {
+		fs.Deletes = append(fs.Deletes, path.Join(dir, HelmReleaseFile))
+		if len(secretFiles) == 0 {
+			fs.Deletes = append(fs.Deletes, path.Join(dir, KustomizationFile))
+			return fs, nil
+		}
+		return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, false))
+	}
+
+	o := res.Objects
+	if err := add(path.Join(cfg.Flux.Path, "sources", sourceFile(o.Source)), o.Source); err != nil {
+		return nil, err
+	}
+	if err := add(path.Join(cfg.Flux.Path, res.Namespace, NamespaceFile), o.Namespace); err != nil {
+		return nil, err
+	}
+	if err := add(path.Join(dir, HelmReleaseFile), o.HelmRelease); err != nil {
+		return nil, err
+	}
+	if opts.Secrets != nil {
+		for _, s := range o.Secrets {
+			base := SecretFilePrefix + strings.TrimPrefix(s.Name, res.ReleaseName+"-")
+			name, b, err := opts.Secrets(s, base)
+			if err != nil {
+				return nil, fmt.Errorf("secret %s/%s: %w", s.Namespace, s.Name, err)
+			}
+			// Another encoding of the same Secret (e.g. .yaml vs .sops.yaml) is replaced.
+			for old := range secretFiles {
+				if old != name && (old == base+".yaml" || old == base+".sops.yaml") {
+					delete(secretFiles, old)
+					fs.Deletes = append(fs.Deletes, path.Join(dir, old))
+				}
+			}
+			secretFiles[name] = true
+			fs.Files[path.Join(dir, name)] = b
+		}
+	}
+	return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, true))
+}
+
+func sourceFile(o client.Object) string {
+	return strings.ToLower(o.GetObjectKind().GroupVersionKind().Kind) + "-" + o.GetName() + ".yaml"
+}
+
+// kustomization lists the Secrets before the HelmRelease: the CA Secrets must exist before
+// CAPI reconciles the Cluster, or it generates its own CA.
+func kustomization(secretFiles map[string]bool, helmRelease bool) *kustypes.Kustomization {
+	k := &kustypes.Kustomization{TypeMeta: kustypes.TypeMeta{
+		APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind}}
+	for name := range secretFiles {
+		k.Resources = append(k.Resources, name)
+	}
+	slices.Sort(k.Resources)
+	if helmRelease {
+		k.Resources = append(k.Resources, HelmReleaseFile)
+	}
+	return k
+}
+
+// MarshalObject serialises an object as YAML with sorted keys, without the empty
+// creationTimestamp and status that typed objects carry, so files are stable and minimal.
+func MarshalObject(obj any) ([]byte, error) {
+	j, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	d := json.NewDecoder(bytes.NewReader(j))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
+		delete(m, "status")
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(out)
+}
+
+// Stream joins a FileSet's files into one multi-document YAML stream in path order, each
+// document headed by a "# Source:" comment as helm template does.
+func (fs *FileSet) Stream() []byte {
+	var b bytes.Buffer
+	paths := make([]string, 0, len(fs.Files))
+	for p := range fs.Files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		fmt.Fprintf(&b, "---\n# Source: %s\n", p)
+		b.Write(fs.Files[p])
+	}
+	for _, p := range fs.Deletes {
+		fmt.Fprintf(&b, "---\n# Delete: %s\n", p)
+	}
+	return b.Bytes()
+}

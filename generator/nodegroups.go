@@ -1,0 +1,239 @@
+package generator
+
+import (
+	"fmt"
+	"strings"
+)
+
+// group is a node group with the document field it came from, for error messages.
+type group struct {
+	NodeGroup
+	field string
+	// defaultWorker marks Magnum's default_ng_worker: the first default non-master group.
+	defaultWorker bool
+}
+
+// nodeGroupList returns the groups a render covers, in Magnum's order. An event without
+// node groups gets the two Magnum creates with a cluster (default-master, default-worker).
+// The target of delete_nodegroup and groups already being deleted are left out: the driver
+// re-sends a group whose deletion is still in progress on the next render, which would bring
+// its MachineDeployment back.
+func (r *render) nodeGroupList() []group {
+	ev := r.ev
+	var out []group
+	if len(ev.NodeGroups) == 0 {
+		masters, workers := 1, 1
+		if ev.Cluster.MasterCount != nil {
+			masters = *ev.Cluster.MasterCount
+		}
+		if ev.Cluster.NodeCount != nil {
+			workers = *ev.Cluster.NodeCount
+		}
+		minCount := 1
+		if v, ok := ev.Cluster.Labels["min_node_count"]; ok {
+			if n, ok := parsePythonInt(v); ok {
+				minCount = n
+			}
+		}
+		out = append(out,
+			group{NodeGroup: NodeGroup{Name: "default-master", Role: "master", FlavorID: ev.Cluster.MasterFlavorID,
+				NodeCount: masters, IsDefault: true}, field: "cluster.master_count"},
+			group{NodeGroup: NodeGroup{Name: "default-worker", Role: "worker", FlavorID: ev.Cluster.FlavorID,
+				NodeCount: workers, MinNodeCount: &minCount, IsDefault: true}, field: "cluster.node_count"})
+	} else {
+		for i, ng := range ev.NodeGroups {
+			out = append(out, group{NodeGroup: ng, field: fmt.Sprintf("nodegroups[%d]", i)})
+		}
+	}
+	for i := range out {
+		if out[i].IsDefault && !out[i].IsMaster() {
+			out[i].defaultWorker = true
+			break
+		}
+	}
+	return out
+}
+
+// checkTarget validates the event's "nodegroup" against the list.
+func (r *render) checkTarget(all []group) {
+	op, name := r.ev.Operation, r.ev.NodeGroup
+	if name == "" {
+		if op.targetsNodeGroup() {
+			r.p.add("nodegroup", "required for %s", op)
+		}
+		return
+	}
+	for _, g := range all {
+		if g.Name != name {
+			continue
+		}
+		if op == DeleteNodeGroup && (g.IsDefault || g.IsMaster()) {
+			r.p.add("nodegroup", "%q is a default or control-plane node group, which Magnum does not delete on its own", name)
+		}
+		return
+	}
+	r.p.add("nodegroup", "no node group named %q in nodegroups", name)
+}
+
+// rendered filters the groups that appear in the values.
+func (r *render) rendered(all []group) []group {
+	var out []group
+	for _, g := range all {
+		if r.ev.Operation == DeleteNodeGroup && g.Name == r.ev.NodeGroup {
+			continue
+		}
+		if !g.IsDefault && strings.HasPrefix(g.Status, "DELETE_") {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// masterCount is Magnum's cluster.master_count: the sum over control-plane groups. The
+// control plane runs etcd, so it must be odd (Magnum's validate_master_size).
+func (r *render) masterCount(groups []group) any {
+	n, field := 0, "cluster.master_count"
+	for _, g := range groups {
+		if g.IsMaster() {
+			if g.NodeCount < 0 {
+				r.p.add(g.field+".node_count", "must not be negative, got %d", g.NodeCount)
+			}
+			n += g.NodeCount
+			field = g.field + ".node_count"
+		}
+	}
+	if n < 1 || n%2 == 0 {
+		r.p.add(field, "the control plane needs an odd number of nodes (1, 3, 5...), got %d", n)
+	}
+	return n
+}
+
+// nodeGroups renders nodeGroups[]: every non-master group, with autoscaling keys when
+// autoscaling is on and min != max (driver.py _get_node_counts and
+// _validate_allowed_node_counts, with its exact messages).
+func (r *render) nodeGroups(groups []group) []any {
+	autoscaling := r.labels.boolean("auto_scaling_enabled", r.lc.AutoScalingEnabled)
+	out := []any{}
+	seen := map[string]string{}
+	mdNames := map[string]string{}
+	autoscaled := false
+	for _, g := range groups {
+		if g.IsMaster() {
+			continue
+		}
+		name := SanitizedName(g.Name)
+		switch {
+		case !nodeGroupNameRE.MatchString(name):
+			r.p.add(g.field+".name", "%q sanitizes to %q; the chart needs at least 3 characters of [a-z0-9-], starting with a letter and ending with a letter or digit", g.Name, name)
+		case name == "control-plane":
+			r.p.add(g.field+".name", "\"control-plane\" is reserved: its MachineHealthCheck would collide with the control plane's")
+		case seen[name] != "":
+			r.p.add(g.field+".name", "%q sanitizes to %q, the same as %s", g.Name, name, seen[name])
+		default:
+			md := ChartComponentName(r.release, name)
+			if other := mdNames[md]; other != "" {
+				r.p.add(g.field+".name", "MachineDeployment name %q (cut to 63 characters by the chart) collides with %s", md, other)
+			}
+			mdNames[md] = g.field
+		}
+		seen[name] = g.field
+		if g.NodeCount < 0 {
+			r.p.add(g.field+".node_count", "must not be negative, got %d", g.NodeCount)
+		}
+		entry := map[string]any{
+			"name":          name,
+			"machineFlavor": nullIfEmpty(g.FlavorID),
+			"machineCount":  g.NodeCount,
+		}
+		if autoscaling {
+			min, max := r.nodeCounts(g)
+			switch {
+			case min < 1:
+				r.p.add(g.field+".min_node_count", "Min node count must be greater than or equal to 1 for all node groups. (got %d)", min)
+			case min > g.NodeCount:
+				r.p.add(g.field+".min_node_count", "Min node count must be less than or equal to current node count (%d > %d)", min, g.NodeCount)
+			case max < min:
+				r.p.add(g.field+".max_node_count", "Max node count must be greater than or equal to min node count (%d < %d)", max, min)
+			}
+			if min != max {
+				entry["autoscale"] = true
+				entry["machineCountMin"] = min
+				entry["machineCountMax"] = max
+				autoscaled = true
+			}
+		}
+		out = append(out, entry)
+	}
+	if autoscaled {
+		r.deviate("nodeGroups[].autoscale", "a boolean true; the driver sends the string \"true\". "+
+			"The chart only tests truthiness, so the rendered objects are the same, and a boolean "+
+			"cannot turn into the truthy string \"false\" through a values overlay")
+	}
+	return out
+}
+
+// nodeCounts is the driver's _get_node_counts.
+func (r *render) nodeCounts(g group) (int, int) {
+	min, max := g.NodeCount, g.NodeCount
+	if g.MinNodeCount != nil {
+		min = *g.MinNodeCount
+	}
+	if g.MaxNodeCount != nil {
+		max = *g.MaxNodeCount
+	}
+	if g.defaultWorker {
+		// Magnum gives the default worker min_node_count 1 when the user set none.
+		if g.MinNodeCount != nil && *g.MinNodeCount == 1 {
+			min = g.NodeCount
+		}
+		minDef, maxDef := r.lc.MinNodeCount, r.lc.MaxNodeCount
+		if minDef == nil {
+			minDef = &min
+		}
+		if maxDef == nil {
+			maxDef = &max
+		}
+		m, _ := r.labels.integer("min_node_count", minDef)
+		x, _ := r.labels.integer("max_node_count", maxDef)
+		min, max = *m, *x
+	}
+	return min, max
+}
+
+// checkFlavors is the driver's _validate_allowed_flavor, run only when the event resolved
+// the flavors: on create for the master flavor and every group, on upgrade for every group,
+// and on node group create/update for the target.
+func (r *render) checkFlavors(groups []group) {
+	flavors := r.ev.Resolved.Flavors
+	if flavors == nil {
+		return
+	}
+	check := func(field, name string) {
+		f, ok := flavors[name]
+		if !ok || name == "" || f.RAMMB < r.cfg.Magnum.CapiHelm.MinimumFlavorRAM {
+			r.p.add(field, "Flavor %s does not have enough RAM to run Kubernetes. Minimum %d MB required.",
+				name, r.cfg.Magnum.CapiHelm.MinimumFlavorRAM)
+			return
+		}
+		if f.VCPUs < r.cfg.Magnum.CapiHelm.MinimumFlavorVCPUs {
+			r.p.add(field, "Flavor %s does not have enough CPU to run Kubernetes. Minimum %d vcpus required.",
+				name, r.cfg.Magnum.CapiHelm.MinimumFlavorVCPUs)
+		}
+	}
+	switch op := r.ev.Operation; op {
+	case CreateCluster:
+		check("cluster.master_flavor_id", r.ev.Cluster.MasterFlavorID)
+		fallthrough
+	case UpgradeCluster:
+		for _, g := range groups {
+			check(g.field+".flavor_id", g.FlavorID)
+		}
+	case CreateNodeGroup, UpdateNodeGroup:
+		for _, g := range groups {
+			if g.Name == r.ev.NodeGroup {
+				check(g.field+".flavor_id", g.FlavorID)
+			}
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package generator
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// projectIDRE is what a Keystone project id can be made of. The driver silently deletes
+// everything else when it builds the namespace; refusing instead keeps two odd ids from
+// sharing one namespace.
+var projectIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// Result is a rendered event.
+type Result struct {
+	Operation Operation `json:"operation"`
+	EventID   string    `json:"event_id,omitempty"`
+	// ClusterUUID and ClusterName identify the Magnum cluster.
+	ClusterUUID string `json:"cluster_uuid"`
+	ClusterName string `json:"cluster_name"`
+	ProjectID   string `json:"project_id"`
+	// ReleaseName is R, the Helm release name, which Magnum stores as stack_id.
+	ReleaseName string `json:"stack_id"`
+	// ReleaseNameGenerated is true when the cluster had no stack_id: the caller must store
+	// ReleaseName back into Magnum.
+	ReleaseNameGenerated bool   `json:"stack_id_generated"`
+	Namespace            string `json:"namespace"`
+	Chart                Chart  `json:"chart"`
+	// Values are the chart values; nil for delete_cluster.
+	Values map[string]any `json:"values,omitempty"`
+	// Deviations lists where the values differ on purpose from magnum-capi-helm 1.4.0.
+	Deviations []Deviation `json:"deviations,omitempty"`
+	Objects    Objects     `json:"-"`
+}
+
+// Objects are the Kubernetes objects of a rendered cluster.
+type Objects struct {
+	Namespace *corev1.Namespace
+	// Source is the shared HelmRepository (or OCIRepository) of the chart.
+	Source      client.Object
+	HelmRelease *helmv2.HelmRelease
+	// Secrets are plaintext: how they reach Git (SOPS, or not at all) is the caller's choice.
+	Secrets []*corev1.Secret
+}
+
+// Render renders one event with the given configuration. It checks the whole input first
+// and returns every problem found as InputErrors (which wrap ErrInvalidInput); a Result is
+// returned only when there is none.
+func Render(ev *ClusterEvent, cfg *Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &render{ev: ev, cfg: cfg, lc: &cfg.Magnum.CapiHelmClusterLabels,
+		labels: newLabelSet(ev.ClusterTemplate.Labels, ev.Cluster.Labels)}
+	res := &Result{Operation: ev.Operation, EventID: ev.ID, ClusterUUID: ev.Cluster.UUID,
+		ClusterName: ev.Cluster.Name, ProjectID: ev.Cluster.ProjectID}
+
+	r.identity(res)
+	r.chart = chartFor(ev, cfg, &r.p)
+	res.Chart = r.chart
+	if ev.Operation != DeleteCluster {
+		all := r.nodeGroupList()
+		r.checkTarget(all)
+		groups := r.rendered(all)
+		res.Values = r.values(groups)
+		r.checkFlavors(groups)
+	}
+	res.Objects.Namespace = &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: res.Namespace},
+	}
+	if ev.Operation != DeleteCluster {
+		res.Objects.Source = r.source()
+		res.Objects.HelmRelease = r.helmRelease(res.Namespace, res.Values, res.Objects.Source)
+		res.Objects.Secrets = r.secrets(res.Namespace)
+	}
+	if err := r.p.err(); err != nil {
+		return nil, err
+	}
+	res.Deviations = r.devs
+	return res, nil
+}
+
+// identity checks what names the cluster and derives R and the namespace.
+func (r *render) identity(res *Result) {
+	c := r.ev.Cluster
+	if c.UUID == "" {
+		r.p.add("cluster.uuid", "required")
+	} else if !isUUIDLike(c.UUID) {
+		r.p.add("cluster.uuid", "%q is not a UUID", c.UUID)
+	}
+	switch {
+	case c.ProjectID == "":
+		r.p.add("cluster.project_id", "required")
+	case !projectIDRE.MatchString(c.ProjectID):
+		r.p.add("cluster.project_id", "%q has characters a Keystone project id cannot have (want letters, digits, '-', '_')", c.ProjectID)
+	default:
+		res.Namespace = Namespace(r.cfg.Magnum.CapiHelm.NamespacePrefix, c.ProjectID)
+		if msgs := validation.IsDNS1123Label(res.Namespace); len(msgs) > 0 {
+			r.p.add("cluster.project_id", "namespace %q is not valid: %s", res.Namespace, strings.Join(msgs, "; "))
+		}
+	}
+	for field, v := range map[string]string{"cluster.user_id": c.UserID, "cluster.uuid": c.UUID, "cluster.project_id": c.ProjectID} {
+		if v == "" || !projectIDRE.MatchString(v) {
+			continue // reported above, or optional
+		}
+		cut := v
+		if len(cut) > maxNameLen {
+			cut = cut[:maxNameLen]
+		}
+		if msgs := validation.IsValidLabelValue(cut); len(msgs) > 0 {
+			r.p.add(field, "cannot be a label value: %s", strings.Join(msgs, "; "))
+		}
+	}
+	if c.UserID != "" && !projectIDRE.MatchString(c.UserID) {
+		r.p.add("cluster.user_id", "%q has characters a Keystone user id cannot have", c.UserID)
+	}
+	if c.StackID != "" {
+		res.ReleaseName = c.StackID
+	} else {
+		res.ReleaseName = GenerateReleaseName(c.Name, c.UUID)
+		res.ReleaseNameGenerated = true
+	}
+	r.release = res.ReleaseName
+	field := "cluster.stack_id"
+	if res.ReleaseNameGenerated {
+		field = "cluster.name"
+	}
+	switch {
+	case len(res.ReleaseName) > maxReleaseNameLen:
+		r.p.add(field, "release name %q is %d characters; Helm allows %d", res.ReleaseName, len(res.ReleaseName), maxReleaseNameLen)
+	case !releaseNameRE.MatchString(res.ReleaseName):
+		r.p.add(field, "release name %q must be a DNS label (lower-case letters, digits, '-')", res.ReleaseName)
+	}
+}
+
+// String summarises a result in one line, for logs.
+func (res *Result) String() string {
+	return fmt.Sprintf("%s %s/%s (cluster %s)", res.Operation, res.Namespace, res.ReleaseName, res.ClusterUUID)
+}

@@ -1,0 +1,174 @@
+package generator
+
+import (
+	"encoding/pem"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Labels and annotations the objects carry.
+const (
+	labelProjectID   = "magnum.openstack.org/project-id"
+	labelUserID      = "magnum.openstack.org/user-id"
+	labelClusterUUID = "magnum.openstack.org/cluster-uuid"
+	labelClusterName = "cluster.x-k8s.io/cluster-name"
+	managedByLabel   = "app.kubernetes.io/managed-by"
+	managedByValue   = "magnum-gitops"
+
+	clusterNameAnnotation = "magnum.openstack.org/cluster-name"
+	// PruneAnnotation keeps Flux from deleting a Secret when it leaves Git: CAPO and the
+	// janitor need the credentials until the CAPI Cluster is gone.
+	PruneAnnotation = "kustomize.toolkit.fluxcd.io/prune"
+	// SecretTypeCAPI is the type CAPI gives its certificate Secrets.
+	SecretTypeCAPI corev1.SecretType = "cluster.x-k8s.io/secret"
+)
+
+// objectLabels are the labels the driver puts on everything it writes (driver.py 453-461),
+// plus ours on objects the driver does not write.
+func (r *render) objectLabels(ours bool) map[string]string {
+	cut := func(s string) string {
+		if len(s) > maxNameLen {
+			return s[:maxNameLen]
+		}
+		return s
+	}
+	l := map[string]string{
+		labelProjectID:   cut(r.ev.Cluster.ProjectID),
+		labelUserID:      cut(r.ev.Cluster.UserID),
+		labelClusterUUID: cut(r.ev.Cluster.UUID),
+		labelClusterName: r.release,
+	}
+	if ours {
+		l[managedByLabel] = managedByValue
+	}
+	return l
+}
+
+// certSecrets maps each Magnum certificate to the Secret CAPI adopts instead of generating
+// its own CA, in the driver's order.
+var certSecrets = []struct {
+	suffix string
+	field  string
+	pick   func(*Certificates) *KeyPair
+}{
+	{"ca", "ca", func(c *Certificates) *KeyPair { return c.CA }},
+	{"etcd", "etcd", func(c *Certificates) *KeyPair { return c.Etcd }},
+	{"proxy", "front_proxy", func(c *Certificates) *KeyPair { return c.FrontProxy }},
+	{"sa", "magnum_client", func(c *Certificates) *KeyPair { return c.MagnumClient }},
+}
+
+// secrets builds the Secrets the event carries material for: R-cloud-credentials and the
+// four certificate Secrets, named as the driver names them.
+func (r *render) secrets(ns string) []*corev1.Secret {
+	m := r.ev.Secrets
+	if m == nil {
+		return nil
+	}
+	var out []*corev1.Secret
+	if m.ApplicationCredential != nil {
+		if s := r.cloudCredentials(ns, m); s != nil {
+			out = append(out, s)
+		}
+	}
+	if m.Certificates != nil {
+		for _, c := range certSecrets {
+			kp := c.pick(m.Certificates)
+			if kp == nil {
+				continue
+			}
+			field := "secrets.certificates." + c.field
+			checkPEM(&r.p, field+".cert", kp.Cert, "CERTIFICATE")
+			checkPEM(&r.p, field+".key", kp.Key.Reveal(), "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
+			s := r.secret(ns, ResourceName(r.release, c.suffix))
+			s.Type = SecretTypeCAPI
+			s.StringData = map[string]string{"tls.crt": kp.Cert, "tls.key": kp.Key.Reveal()}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (r *render) secret(ns, name string) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   ns,
+			Labels:      r.objectLabels(false),
+			Annotations: map[string]string{PruneAnnotation: "disabled"},
+		},
+	}
+}
+
+// cloudCredentials is the driver's app-cred Secret (driver-reference §4.1): an Opaque Secret
+// with clouds.yaml (cloud "openstack", which the chart hard-codes) and cacert.
+func (r *render) cloudCredentials(ns string, m *SecretMaterial) *corev1.Secret {
+	ac := m.ApplicationCredential
+	if ac.ID == "" {
+		r.p.add("secrets.application_credential.id", "required")
+	}
+	if ac.Secret == "" {
+		r.p.add("secrets.application_credential.secret", "required")
+	}
+	authURL := r.ev.Resolved.KeystonePublicURL
+	if authURL == "" {
+		r.p.add("resolved.keystone_public_url", "required to write clouds.yaml (the public identity endpoint)")
+	}
+	region := firstNonEmpty(r.ev.Resolved.RegionName, r.cfg.Magnum.CinderClient.RegionName)
+	if region == "" {
+		r.p.add("resolved.region_name", "required to write clouds.yaml (or set magnum.cinder_client.region_name)")
+	}
+	if m.CABundle == "" {
+		r.p.add("secrets.ca_bundle", "required: CAPO trusts no CA of its own (the driver sends [drivers] openstack_ca_file or the certifi bundle)")
+	} else {
+		checkPEM(&r.p, "secrets.ca_bundle", m.CABundle.Reveal(), "CERTIFICATE")
+	}
+	clouds := map[string]any{"clouds": map[string]any{"openstack": map[string]any{
+		"auth": map[string]any{
+			"application_credential_id":     ac.ID,
+			"application_credential_secret": ac.Secret.Reveal(),
+			"auth_url":                      authURL,
+		},
+		"auth_type":            "v3applicationcredential",
+		"identity_api_version": 3,
+		"interface":            r.cfg.Magnum.CapiHelm.AppCredInterfaceType,
+		"region_name":          region,
+		"verify":               r.cfg.Magnum.Drivers.VerifyCA,
+	}}}
+	doc, err := yaml.Marshal(clouds)
+	if err != nil {
+		panic("generator: clouds.yaml: " + err.Error())
+	}
+	s := r.secret(ns, ResourceName(r.release, "cloud-credentials"))
+	s.StringData = map[string]string{"cacert": m.CABundle.Reveal(), "clouds.yaml": string(doc)}
+	return s
+}
+
+// checkPEM checks that s holds PEM blocks of one of the wanted types, without ever putting
+// the value into the message.
+func checkPEM(p *problems, field, s string, types ...string) {
+	rest := []byte(s)
+	n := 0
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		ok := false
+		for _, t := range types {
+			ok = ok || b.Type == t
+		}
+		if !ok {
+			p.add(field, "PEM block %d is a %q, want %s", n+1, b.Type, fmt.Sprint(types))
+			return
+		}
+		n++
+	}
+	if n == 0 {
+		p.add(field, "must be PEM (%s)", types[0])
+	}
+}
