@@ -12,10 +12,10 @@ import (
 )
 
 type renderOptions struct {
-	filename         string
-	configFile       string
-	output           string
-	outDir           string
+	filename          string
+	configFile        string
+	output            string
+	outDir            string
 	insecurePlaintext bool
 }
 
@@ -41,7 +41,9 @@ configured.`,
   magnum-gitops render -f event.yaml --config magnum-gitops.yaml --out-dir ./repo
   cat event.json | magnum-gitops render -f - -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.filename, "filename", "f", "", "ClusterEvent file to render, or - for standard input (required)")
@@ -54,7 +56,7 @@ configured.`,
 	return cmd
 }
 
-func (o *renderOptions) run(stdout, stderr io.Writer) error {
+func (o *renderOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 	switch o.output {
 	case "yaml", "values", "json":
 	default:
@@ -64,7 +66,7 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	data, err := readInput(o.filename)
+	data, err := readInput(stdin, o.filename)
 	if err != nil {
 		return err
 	}
@@ -121,9 +123,9 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func readInput(name string) ([]byte, error) {
+func readInput(stdin io.Reader, name string) ([]byte, error) {
 	if name == "-" {
-		return io.ReadAll(os.Stdin)
+		return io.ReadAll(stdin)
 	}
 	return os.ReadFile(name)
 }

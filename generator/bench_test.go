@@ -1,0 +1,43 @@
+package generator_test
+
+import (
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+)
+
+// BenchmarkRender measures one full render: decode the event, compute the values, build
+// every object and serialise the repository change (Secrets included).
+func BenchmarkRender(b *testing.B) {
+	data, err := readFixture("01-prod-a-create.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := generator.DefaultConfig()
+	b.ReportAllocs()
+	for b.Loop() {
+		ev, err := generator.DecodeEvent(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := generator.Render(ev, &cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := res.Files(&cfg, generator.FileOptions{Secrets: generator.PlaintextSecrets}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRenderValues measures the values alone, from an already decoded event.
+func BenchmarkRenderValues(b *testing.B) {
+	ev := fixtureEvent(b, "01-prod-a-create.yaml")
+	cfg := generator.DefaultConfig()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := generator.Render(ev, &cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
