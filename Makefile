@@ -7,7 +7,7 @@ FUZZTIME  ?= 60s
 BENCHTIME ?= 1s
 # The first `make test` builds kube-apiserver from the Go module proxy (~10 min on 2 cores)
 # and caches it; later runs reuse it.
-TESTBIN_DIR = $(shell hack/testbin.sh | tail -n 1)
+TESTBIN_DIR = $(shell hack/testbin.sh 2>/dev/null | tail -n 1)
 
 export GOTOOLCHAIN := local
 
@@ -26,7 +26,7 @@ test-unit: ## Run the tests that need no API server
 	$(GO) test $(GOFLAGS) -count=1 $(PKGS)
 
 testbin: ## Build or reuse kube-apiserver and etcd for envtest
-	@hack/testbin.sh >/dev/null
+	@hack/testbin.sh | tail -n 1
 
 demo: build ## Render the example events into a repository and print it
 	$(BIN) demo
