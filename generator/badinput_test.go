@@ -30,6 +30,8 @@ func TestBadInput(t *testing.T) {
 			"resolved.image.os_distro", "does not have an os_distro property"},
 		{"missing image", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.Image = nil },
 			"resolved.image.id", "required"},
+		{"image id that is not a UUID", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.ID = "imageid1" },
+			"resolved.image.id", "not a Glance image UUID"},
 		{"pre-release kube_version", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.KubeVersion = "v1.30.0-rc.1" },
 			"resolved.image.kube_version", "not a Kubernetes release version"},
 		{"node group name too short", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].Name = "ng" },

@@ -124,13 +124,13 @@ func TestParityGeneratedReleaseName(t *testing.T) {
 }
 
 // TestParityBaseline is driver-reference §3.11 (the driver's test_create_cluster), with the
-// storage classes of §3.7.
+// storage classes of §3.7 and a real Glance UUID for the test's "imageid1", which CAPO rejects.
 func TestParityBaseline(t *testing.T) {
 	t.Parallel()
 	res := fixtureResult(t, "10-baseline-driver-defaults.yaml")
 	want := yamlData(t, `
 kubernetesVersion: "1.27.4"
-machineImageId: imageid1
+machineImageId: 0f5e3a1c-7b2d-4e8f-9a6b-1c2d3e4f5a6b
 machineSSHKeyName: null
 cloudCredentialsSecretName: cluster-example-a-111111111111-cloud-credentials
 etcd: {}

@@ -134,6 +134,10 @@ func (r *render) imageID() any {
 		r.p.add("resolved.image.id", "required: the Glance id of cluster_template.image_id")
 		return nil
 	}
+	if id := r.ev.Resolved.Image.ID; !isUUIDLike(id) {
+		// CAPO v1beta1 types image.id as a UUID and rejects anything else.
+		r.p.add("resolved.image.id", "%q is not a Glance image UUID", id)
+	}
 	return r.ev.Resolved.Image.ID
 }
 
