@@ -14,6 +14,9 @@ import (
 type Config struct {
 	Magnum MagnumConfig `json:"magnum"`
 	Flux   FluxConfig   `json:"flux"`
+	// Format is what deploys each cluster: "flux" (HelmRelease) or "argo" (Application).
+	Format string     `json:"format"`
+	Argo   ArgoConfig `json:"argo"`
 	// ValuesOverlay is deep-merged over the rendered chart values for every cluster: maps
 	// merge, lists and scalars replace, and null is sent as null, which Helm takes as
 	// "remove this key and the chart's default for it".
@@ -168,6 +171,13 @@ func DefaultConfig() Config {
 			},
 			Drivers: DriversConfig{VerifyCA: true},
 		},
+		Format: FormatFlux,
+		Argo: ArgoConfig{
+			Namespace:         "argocd",
+			Project:           "default",
+			DestinationServer: "https://kubernetes.default.svc",
+			CascadeDelete:     true,
+		},
 		Flux: FluxConfig{
 			Path:             "clusters/magnum",
 			SourceNamespace:  "flux-system",
@@ -252,6 +262,20 @@ func (c *Config) Validate() error {
 	choiceFlux := []string{"enabled", "warn", "disabled"}
 	if !slices.Contains(choiceFlux, f.DriftDetection) {
 		p.add("flux.drift_detection", "must be one of enabled, warn, disabled, got %q", f.DriftDetection)
+	}
+	if c.Format != FormatFlux && c.Format != FormatArgo {
+		p.add("format", "must be flux or argo, got %q", c.Format)
+	}
+	if c.Format == FormatArgo {
+		if SanitizedName(c.Argo.Namespace) != c.Argo.Namespace || c.Argo.Namespace == "" {
+			p.add("argo.namespace", "must be a namespace name, got %q", c.Argo.Namespace)
+		}
+		if c.Argo.Project == "" {
+			p.add("argo.project", "must not be empty")
+		}
+		if !strings.HasPrefix(c.Argo.DestinationServer, "https://") {
+			p.add("argo.destination_server", "must be an https:// URL, got %q", c.Argo.DestinationServer)
+		}
 	}
 	slices.SortFunc(p.list, func(a, b *FieldError) int { return strings.Compare(a.Field, b.Field) })
 	return p.err()

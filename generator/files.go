@@ -95,23 +95,33 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 			secretFiles[name] = true
 		}
 	}
+	deployFile := HelmReleaseFile
+	if cfg.Format == FormatArgo {
+		deployFile = ApplicationFile
+	}
 	if res.Operation == DeleteCluster {
-		fs.Deletes = append(fs.Deletes, path.Join(dir, HelmReleaseFile))
+		fs.Deletes = append(fs.Deletes, path.Join(dir, deployFile))
 		if len(secretFiles) == 0 {
 			fs.Deletes = append(fs.Deletes, path.Join(dir, KustomizationFile))
 			return fs, nil
 		}
-		return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, false))
+		return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, ""))
 	}
 
 	o := res.Objects
-	if err := add(path.Join(cfg.Flux.Path, "sources", sourceFile(o.Source)), o.Source); err != nil {
-		return nil, err
+	if o.Source != nil {
+		if err := add(path.Join(cfg.Flux.Path, "sources", sourceFile(o.Source)), o.Source); err != nil {
+			return nil, err
+		}
 	}
 	if err := add(path.Join(cfg.Flux.Path, res.Namespace, NamespaceFile), o.Namespace); err != nil {
 		return nil, err
 	}
-	if err := add(path.Join(dir, HelmReleaseFile), o.HelmRelease); err != nil {
+	var deploy any = o.HelmRelease
+	if o.Application != nil {
+		deploy = o.Application.Object
+	}
+	if err := add(path.Join(dir, deployFile), deploy); err != nil {
 		return nil, err
 	}
 	if opts.Secrets != nil {
@@ -132,24 +142,24 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 			fs.Files[path.Join(dir, name)] = b
 		}
 	}
-	return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, true))
+	return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, deployFile))
 }
 
 func sourceFile(o client.Object) string {
 	return strings.ToLower(o.GetObjectKind().GroupVersionKind().Kind) + "-" + o.GetName() + ".yaml"
 }
 
-// kustomization lists the Secrets before the HelmRelease: the CA Secrets must exist before
-// CAPI reconciles the Cluster, or it generates its own CA.
-func kustomization(secretFiles map[string]bool, helmRelease bool) *kustypes.Kustomization {
+// kustomization lists the Secrets before the HelmRelease (or Application): the CA Secrets
+// must exist before CAPI reconciles the Cluster, or it generates its own CA.
+func kustomization(secretFiles map[string]bool, deployFile string) *kustypes.Kustomization {
 	k := &kustypes.Kustomization{TypeMeta: kustypes.TypeMeta{
 		APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind}}
 	for name := range secretFiles {
 		k.Resources = append(k.Resources, name)
 	}
 	slices.Sort(k.Resources)
-	if helmRelease {
-		k.Resources = append(k.Resources, HelmReleaseFile)
+	if deployFile != "" {
+		k.Resources = append(k.Resources, deployFile)
 	}
 	return k
 }

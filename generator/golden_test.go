@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -14,7 +15,14 @@ import (
 // the demo and the reconciler do, and compares each event's values and change with
 // fixtures/golden/<event>/.
 func TestGolden(t *testing.T) {
+	for _, format := range []string{generator.FormatFlux, generator.FormatArgo} {
+		t.Run(format, func(t *testing.T) { replayGolden(t, format) })
+	}
+}
+
+func replayGolden(t *testing.T, format string) {
 	cfg := defaultConfig()
+	cfg.Format = format
 	repo := t.TempDir()
 	for _, name := range fixtureNames(t) {
 		ev := fixtureEvent(t, name)
@@ -36,8 +44,19 @@ func TestGolden(t *testing.T) {
 		base := strings.TrimSuffix(name, ".yaml")
 		report := map[string]any{"stack_id": res.ReleaseName, "stack_id_generated": res.ReleaseNameGenerated,
 			"namespace": res.Namespace, "chart": res.Chart, "deviations": res.Deviations, "values": res.Values}
-		checkGolden(t, filepath.Join(base, "render.json"), mustJSON(t, report))
-		checkGolden(t, filepath.Join(base, "change.yaml"), fs.Stream())
+		if format == generator.FormatFlux {
+			checkGolden(t, filepath.Join(base, "render.json"), mustJSON(t, report))
+			checkGolden(t, filepath.Join(base, "change.yaml"), fs.Stream())
+			continue
+		}
+		// Argo CD gets the same values as Flux, in an Application.
+		checkGolden(t, filepath.Join(base, "change-argo.yaml"), fs.Stream())
+		if res.Objects.Application != nil {
+			vo, _, _ := unstructured.NestedMap(res.Objects.Application.Object, "spec", "source", "helm", "valuesObject")
+			if string(mustJSON(t, vo)) != string(mustJSON(t, res.Values)) {
+				t.Errorf("%s: Application values differ from the HelmRelease values", name)
+			}
+		}
 	}
 }
 

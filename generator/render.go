@@ -8,6 +8,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -45,6 +46,8 @@ type Objects struct {
 	// Source is the shared HelmRepository (or OCIRepository) of the chart.
 	Source      client.Object
 	HelmRelease *helmv2.HelmRelease
+	// Application replaces Source and HelmRelease in the argo format.
+	Application *unstructured.Unstructured
 	// Secrets are plaintext: how they reach Git (SOPS, or not at all) is the caller's choice.
 	Secrets []*corev1.Secret
 }
@@ -76,8 +79,12 @@ func Render(ev *ClusterEvent, cfg *Config) (*Result, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: res.Namespace},
 	}
 	if ev.Operation != DeleteCluster {
-		res.Objects.Source = r.source()
-		res.Objects.HelmRelease = r.helmRelease(res.Namespace, res.Values, res.Objects.Source)
+		if cfg.Format == FormatArgo {
+			res.Objects.Application = r.application(res.Namespace, res.Values)
+		} else {
+			res.Objects.Source = r.source()
+			res.Objects.HelmRelease = r.helmRelease(res.Namespace, res.Values, res.Objects.Source)
+		}
 		res.Objects.Secrets = r.secrets(res.Namespace)
 	}
 	if err := r.p.err(); err != nil {

@@ -91,14 +91,20 @@ func (r *render) secrets(ns string) []*corev1.Secret {
 	return out
 }
 
+// secret starts a Secret that the GitOps tool must not delete when it leaves Git: Flux's
+// prune annotation, or for Argo CD Prune=false and an earlier sync wave than the Application.
 func (r *render) secret(ns, name string) *corev1.Secret {
+	ann := map[string]string{PruneAnnotation: "disabled"}
+	if r.cfg.Format == FormatArgo {
+		ann = map[string]string{argoSyncOptions: "Prune=false", argoSyncWave: "-1"}
+	}
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Namespace:   ns,
 			Labels:      r.objectLabels(false),
-			Annotations: map[string]string{PruneAnnotation: "disabled"},
+			Annotations: ann,
 		},
 	}
 }

@@ -14,12 +14,12 @@ import (
 type fileConfig struct {
 	generator.Config `json:",inline"`
 	Git              map[string]any `json:"git,omitempty"`
-	Sops             map[string]any `json:"sops,omitempty"`
+	Sops             sopsConfig     `json:"sops,omitempty"`
 }
 
 // loadConfig reads a YAML configuration over the defaults. Unknown keys are errors: a
 // misspelt magnum.conf option would otherwise silently keep its default.
-func loadConfig(path string) (*generator.Config, error) {
+func loadConfig(path string) (*fileConfig, error) {
 	cfg := fileConfig{Config: generator.DefaultConfig()}
 	if path != "" {
 		data, err := os.ReadFile(path)
@@ -33,7 +33,7 @@ func loadConfig(path string) (*generator.Config, error) {
 	if err := cfg.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s:\n%w", path, err)
 	}
-	return &cfg.Config, nil
+	return &cfg, nil
 }
 
 // cleanYAMLError drops the decoder's layered prefixes ("error unmarshaling JSON: while

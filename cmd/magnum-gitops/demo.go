@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,7 +11,9 @@ import (
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
+	"filippo.io/age"
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 	"github.com/spf13/cobra"
 )
 
@@ -20,8 +23,8 @@ func newDemoCommand() *cobra.Command {
 		Use:   "demo",
 		Short: "Render the embedded example events into a repository directory and print its tree",
 		Long: `Render every example ClusterEvent shipped in the binary (fixtures/events) into a
-repository directory, in order, and print the resulting tree. Secrets are written in
-plaintext: the demo's material is fake. Runs offline.`,
+repository directory, in order, and print the resulting tree. Secrets are encrypted with
+SOPS to an age key made for the demo. Runs offline.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
@@ -44,6 +47,11 @@ func runDemo(w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
+	enc, keyFile, err := demoEncrypter(dir)
+	if err != nil {
+		return err
+	}
+	plan := secretsPlan{enc: enc}
 	for _, name := range names {
 		data, err := fixtures.Events.ReadFile("events/" + name)
 		if err != nil {
@@ -57,21 +65,47 @@ func runDemo(w io.Writer, dir string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		opts := generator.FileOptions{
-			Secrets:  generator.PlaintextSecrets,
-			Existing: existingFiles(filepath.Join(dir, generator.ClusterDir(&cfg, res.Namespace, res.ReleaseName))),
+		cdir := filepath.Join(dir, generator.ClusterDir(&cfg, res.Namespace, res.ReleaseName))
+		opts, err := plan.options(res, existingFiles(cdir), func(n string) ([]byte, bool) {
+			b, err := os.ReadFile(filepath.Join(cdir, n))
+			return b, err == nil
+		})
+		if err != nil {
+			return err
 		}
 		set, err := res.Files(&cfg, opts)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		plan.addCreationRules(&cfg, set)
 		if err := writeFileSet(dir, set); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "%-40s %s\n", name, res)
 	}
+	fmt.Fprintf(w, "\nSecrets are SOPS-encrypted to a key made for this demo: %s\n", keyFile)
+	fmt.Fprintf(w, "decrypt one with: SOPS_AGE_KEY_FILE=%s sops -d <file>\n", keyFile)
 	fmt.Fprintf(w, "\n%s\n", dir)
 	return printTree(w, dir)
+}
+
+// demoEncrypter makes a fresh age identity and digest key for the demo, kept beside (not
+// inside) the repository directory.
+func demoEncrypter(dir string) (*sopsenc.Encrypter, string, error) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return nil, "", err
+	}
+	keyFile := strings.TrimRight(dir, "/") + ".agekey"
+	if err := os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600); err != nil {
+		return nil, "", err
+	}
+	digestKey := make([]byte, 32)
+	if _, err := rand.Read(digestKey); err != nil {
+		return nil, "", err
+	}
+	enc, err := sopsenc.New(sopsenc.Options{AgeRecipients: []string{id.Recipient().String()}, DigestKey: digestKey})
+	return enc, keyFile, err
 }
 
 // printTree prints dir like tree(1).

@@ -62,6 +62,7 @@ func TestRenderFromStdinAsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, stderr, err := run(t, string(data), "render", "-f", "-", "-o", "json")
+	_ = stderr
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +77,8 @@ func TestRenderFromStdinAsJSON(t *testing.T) {
 	if !rep.Generated || !strings.HasPrefix(rep.StackID, "a-very-long-cluster-name-that-") || len(rep.Files) != 4 {
 		t.Errorf("report = %+v", rep)
 	}
-	if !strings.Contains(stderr, "5 Secret(s) left out") || strings.Contains(out, "fixture-appcred-secret") {
-		t.Errorf("secrets must be left out without --insecure-plaintext-secrets; stderr=%q", stderr)
+	if strings.Contains(out, "fixture-appcred-secret") || stderr != "" {
+		t.Errorf("-o json must carry no Secret; stderr=%q", stderr)
 	}
 }
 
@@ -178,12 +179,15 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q", want)
 		}
 	}
+	if !strings.Contains(out, "SOPS-encrypted") {
+		t.Error("demo does not say how its Secrets are encrypted")
+	}
 	// prod-a was deleted last: its HelmRelease is gone, its Secrets stay.
 	cdir := filepath.Join(dir, "clusters/magnum/magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c/prod-a-2b7xq4mzkd5h")
 	if _, err := os.Stat(filepath.Join(cdir, "helmrelease.yaml")); !os.IsNotExist(err) {
 		t.Errorf("deleted cluster still has a HelmRelease: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(cdir, "secret-cloud-credentials.yaml")); err != nil {
+	if _, err := os.Stat(filepath.Join(cdir, "secret-cloud-credentials.sops.yaml")); err != nil {
 		t.Errorf("Secrets must outlive the deleted cluster's HelmRelease: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ type renderOptions struct {
 	configFile        string
 	output            string
 	outDir            string
+	format            string
 	insecurePlaintext bool
 }
 
@@ -35,8 +36,9 @@ Output formats:
           chart, values, deviations from the driver and the files
 
 With --out-dir the repository layout is written under DIR instead (all files or none).
-Secrets are written only with --insecure-plaintext-secrets, until SOPS encryption is
-configured.`,
+Secrets are encrypted with SOPS for the age recipients of the configuration's sops
+section; without recipients, writing them fails unless --insecure-plaintext-secrets
+is given.`,
 		Example: `  magnum-gitops render -f fixtures/events/create-basic.yaml -o values
   magnum-gitops render -f event.yaml --config magnum-gitops.yaml --out-dir ./repo
   cat event.json | magnum-gitops render -f - -o json`,
@@ -50,6 +52,7 @@ configured.`,
 	f.StringVar(&o.configFile, "config", "", "configuration file (magnum, flux, values_overlay sections)")
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml, values or json")
 	f.StringVar(&o.outDir, "out-dir", "", "write the repository layout under this directory")
+	f.StringVar(&o.format, "format", "", "what deploys each cluster: flux (HelmRelease) or argo (Argo CD Application); default from config, else flux")
 	f.BoolVar(&o.insecurePlaintext, "insecure-plaintext-secrets", false,
 		"write Secrets (application credential, CA keys) unencrypted; never push such output")
 	_ = cmd.MarkFlagRequired("filename")
@@ -62,9 +65,16 @@ func (o *renderOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("--output: unknown format %q (yaml, values, json)", o.output)
 	}
-	cfg, err := loadConfig(o.configFile)
+	file, err := loadConfig(o.configFile)
 	if err != nil {
 		return err
+	}
+	cfg := &file.Config
+	if o.format != "" {
+		cfg.Format = o.format
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("--format: %w", err)
+		}
 	}
 	data, err := readInput(stdin, o.filename)
 	if err != nil {
@@ -81,19 +91,33 @@ func (o *renderOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s:\n%w", o.filename, err)
 	}
-	opts := generator.FileOptions{}
-	if o.insecurePlaintext {
-		opts.Secrets = generator.PlaintextSecrets
-	} else if n := len(res.Objects.Secrets); n > 0 {
-		fmt.Fprintf(stderr, "warning: %d Secret(s) left out: pass --insecure-plaintext-secrets to write them unencrypted\n", n)
+	enc, err := file.Sops.encrypter()
+	if err != nil {
+		return err
 	}
+	plan := secretsPlan{enc: enc, plaintext: o.insecurePlaintext}
+	var names []string
+	existing := func(string) ([]byte, bool) { return nil, false }
 	if o.outDir != "" {
-		opts.Existing = existingFiles(filepath.Join(o.outDir, generator.ClusterDir(cfg, res.Namespace, res.ReleaseName)))
+		dir := filepath.Join(o.outDir, generator.ClusterDir(cfg, res.Namespace, res.ReleaseName))
+		names = existingFiles(dir)
+		existing = func(name string) ([]byte, bool) {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			return b, err == nil
+		}
+	}
+	opts, err := plan.options(res, names, existing)
+	if err != nil && (o.outDir != "" || o.output == "yaml") {
+		return err
+	}
+	if err != nil { // -o values and -o json print no Secret
+		opts.Secrets = nil
 	}
 	fs, err := res.Files(cfg, opts)
 	if err != nil {
 		return err
 	}
+	plan.addCreationRules(cfg, fs)
 	if o.outDir != "" {
 		if err := writeFileSet(o.outDir, fs); err != nil {
 			return err

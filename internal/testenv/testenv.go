@@ -1,6 +1,7 @@
 // Package testenv starts a real kube-apiserver and etcd (controller-runtime envtest) with
 // every CRD magnum-gitops touches installed: Cluster API core, kubeadm bootstrap and
-// control plane, Flux source and helm, CAPO, and the azimuth addon stand-ins.
+// control plane, Flux source and helm, Argo CD Application, CAPO, and the azimuth addon
+// stand-ins.
 //
 // The binaries come from hack/testbin.sh (kube-apiserver built from the Go module proxy,
 // etcd from Debian) through KUBEBUILDER_ASSETS. Tests that need the API server skip with one
@@ -41,6 +42,12 @@ const (
 	clusterAPIVersion      = "v1.14.2"
 	sourceControllerModule = "github.com/fluxcd/source-controller"
 	sourceControllerVer    = "v1.9.4"
+	// argoCDModule carries the Application CRD (manifests/crds); v3.5 is the newest line
+	// that builds with Go 1.26, and only its CRD file is read.
+	kustomizeControllerModule = "github.com/fluxcd/kustomize-controller"
+	kustomizeControllerVer    = "v1.9.4"
+	argoCDModule              = "github.com/argoproj/argo-cd/v3"
+	argoCDVersion             = "v3.5.4"
 )
 
 // Env is a running API server.
@@ -163,6 +170,17 @@ func LoadCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	}
 	m, _ := filepath.Glob(filepath.Join(src, "config/crd/bases", "*.yaml"))
 	files = append(files, m...)
+	kc, err := moduleDir(kustomizeControllerModule, kustomizeControllerVer)
+	if err != nil {
+		return nil, err
+	}
+	m, _ = filepath.Glob(filepath.Join(kc, "config/crd/bases", "*.yaml"))
+	files = append(files, m...)
+	argo, err := moduleDir(argoCDModule, argoCDVersion)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, filepath.Join(argo, "manifests", "crds", "application-crd.yaml"))
 	shared, err := SharedDir()
 	if err != nil {
 		return nil, err

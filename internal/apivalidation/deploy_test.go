@@ -1,0 +1,43 @@
+package apivalidation
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestDeployManifestsAccepted keeps the copy-paste manifests of the README valid.
+func TestDeployManifestsAccepted(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "deploy", "*", "*.yaml"))
+	if len(files) < 3 {
+		t.Fatalf("found %d deploy manifests", len(files))
+	}
+	for _, ns := range []string{"flux-system", "argocd"} {
+		if err := env.EnsureNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := chartrender.Parse(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, o := range objs {
+			if err := apply(ctx, o, client.DryRunAll); err != nil {
+				t.Errorf("%s: %s rejected: %v", filepath.Base(f), o.GetKind(), err)
+			}
+		}
+	}
+}

@@ -1,0 +1,331 @@
+// Package sopsenc encrypts Kubernetes Secrets with SOPS and age, the way Flux's
+// kustomize-controller decrypts them: only data and stringData are encrypted, so apiVersion,
+// kind and metadata stay readable for Flux to route the object.
+//
+// SOPS output is randomised (a fresh data key and IVs each time), so re-encrypting an
+// unchanged Secret would make a Git commit every time. Encrypter keeps the existing file
+// when the Secret is unchanged, judged one of two ways:
+//
+//   - keyed digest (DigestKey): an HMAC-SHA256, under a key only magnum-gitops holds, of the
+//     plaintext Secret and the recipient list, stored in the annotation
+//     magnum-gitops.io/sops-digest. Without the key it reveals nothing about the values, and
+//     the renderer never needs to be able to decrypt. This is the default.
+//   - decryption (Identity): the existing file is decrypted with an age identity and
+//     compared. Exact, but the renderer then holds a key that opens every Secret.
+package sopsenc
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+	"github.com/getsops/sops/v3"
+	"github.com/getsops/sops/v3/aes"
+	"github.com/getsops/sops/v3/config"
+	sopsage "github.com/getsops/sops/v3/age"
+	"github.com/getsops/sops/v3/keys"
+	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
+	"github.com/getsops/sops/v3/version"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// EncryptedRegex is what SOPS encrypts: the Secret's values, nothing Flux needs to read.
+const EncryptedRegex = "^(data|stringData)$"
+
+// DigestAnnotation holds the keyed digest of the plaintext a file was encrypted from.
+const DigestAnnotation = "magnum-gitops.io/sops-digest"
+
+// FileSuffix ends the name of every encrypted file.
+const FileSuffix = ".sops.yaml"
+
+// Errors.
+var (
+	// ErrNoRecipients means no age recipient is configured: Secrets cannot be encrypted.
+	ErrNoRecipients = errors.New("sops.age_recipients is empty: Secrets cannot be encrypted")
+	// ErrNoComparison means neither a digest key nor an identity is configured, so
+	// unchanged Secrets could not keep their ciphertext.
+	ErrNoComparison = errors.New("set sops.digest_key_file (recommended) or sops.age_identity_file so unchanged Secrets keep their ciphertext")
+)
+
+// Options configures an Encrypter.
+type Options struct {
+	// AgeRecipients are the age public keys (age1...) every Secret is encrypted to.
+	AgeRecipients []string
+	// DigestKey keys the digest that tells an unchanged Secret (at least 32 bytes).
+	DigestKey []byte
+	// Identity is an age identity file's content (AGE-SECRET-KEY-1...), used to decrypt
+	// and compare when DigestKey is not set.
+	Identity string
+	// Now stamps sops.lastmodified; time.Now when nil.
+	Now func() time.Time
+}
+
+// Validate checks the options without revealing key material in errors.
+func (o *Options) Validate() error {
+	if len(o.AgeRecipients) == 0 {
+		return ErrNoRecipients
+	}
+	for i, r := range o.AgeRecipients {
+		if _, err := age.ParseX25519Recipient(r); err != nil {
+			return fmt.Errorf("sops.age_recipients[%d]: not an age X25519 recipient (age1...)", i)
+		}
+	}
+	if len(o.DigestKey) == 0 && o.Identity == "" {
+		return ErrNoComparison
+	}
+	if len(o.DigestKey) > 0 && len(o.DigestKey) < 32 {
+		return fmt.Errorf("sops.digest_key_file: the key must be at least 32 bytes, got %d", len(o.DigestKey))
+	}
+	if o.Identity != "" {
+		if _, err := age.ParseIdentities(strings.NewReader(o.Identity)); err != nil {
+			return errors.New("sops.age_identity_file: not an age identity file")
+		}
+	}
+	return nil
+}
+
+// Encrypter encrypts Secrets for Git.
+type Encrypter struct {
+	recipients []string
+	digestKey  []byte
+	identity   string
+	now        func() time.Time
+}
+
+// New returns an Encrypter for valid options.
+func New(o Options) (*Encrypter, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	rs := slices.Clone(o.AgeRecipients)
+	slices.Sort(rs)
+	rs = slices.Compact(rs)
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Encrypter{recipients: rs, digestKey: o.DigestKey, identity: o.Identity, now: now}, nil
+}
+
+// Recipients returns the sorted, de-duplicated recipients.
+func (e *Encrypter) Recipients() []string { return slices.Clone(e.recipients) }
+
+// Encoder returns a generator.SecretEncoder writing <base>.sops.yaml files. existing
+// returns the current content of a file in the cluster directory, if any; an unchanged
+// Secret keeps it byte for byte.
+func (e *Encrypter) Encoder(existing func(name string) ([]byte, bool)) generator.SecretEncoder {
+	return func(s *corev1.Secret, base string) (string, []byte, error) {
+		name := base + FileSuffix
+		if existing != nil {
+			if old, ok := existing(name); ok {
+				same, err := e.Unchanged(old, s)
+				if err != nil {
+					return "", nil, err
+				}
+				if same {
+					return name, old, nil
+				}
+			}
+		}
+		b, err := e.Encrypt(s)
+		return name, b, err
+	}
+}
+
+// Encrypt encrypts a Secret into a SOPS YAML document.
+func (e *Encrypter) Encrypt(s *corev1.Secret) ([]byte, error) {
+	plain := s.DeepCopy()
+	if e.digestKey != nil {
+		d, err := e.digest(s)
+		if err != nil {
+			return nil, err
+		}
+		if plain.Annotations == nil {
+			plain.Annotations = map[string]string{}
+		}
+		plain.Annotations[DigestAnnotation] = d
+	}
+	doc, err := generator.MarshalObject(plain)
+	if err != nil {
+		return nil, err
+	}
+	store := sopsyaml.NewStore(&config.YAMLStoreConfig{})
+	branches, err := store.LoadPlainFile(doc)
+	if err != nil {
+		return nil, fmt.Errorf("sops: loading the Secret: %w", err)
+	}
+	var group sops.KeyGroup
+	for _, r := range e.recipients {
+		k, err := sopsage.MasterKeyFromRecipient(r)
+		if err != nil {
+			return nil, fmt.Errorf("sops: recipient: %w", err)
+		}
+		group = append(group, keys.MasterKey(k))
+	}
+	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{
+		KeyGroups:      []sops.KeyGroup{group},
+		EncryptedRegex: EncryptedRegex,
+		Version:        version.Version,
+	}}
+	dataKey, errs := tree.GenerateDataKey()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("sops: sealing the data key: %w", errors.Join(errs...))
+	}
+	cipher := aes.NewCipher()
+	mac, err := tree.Encrypt(dataKey, cipher)
+	if err != nil {
+		return nil, fmt.Errorf("sops: encrypting: %w", err)
+	}
+	tree.Metadata.LastModified = e.now().UTC().Truncate(time.Second)
+	tree.Metadata.MessageAuthenticationCode, err = cipher.Encrypt(mac, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
+	if err != nil {
+		return nil, fmt.Errorf("sops: encrypting the MAC: %w", err)
+	}
+	return store.EmitEncryptedFile(tree)
+}
+
+// digest is the keyed digest of a Secret's plaintext and the recipient list.
+func (e *Encrypter) digest(s *corev1.Secret) (string, error) {
+	c := s.DeepCopy()
+	delete(c.Annotations, DigestAnnotation)
+	doc, err := generator.MarshalObject(c)
+	if err != nil {
+		return "", err
+	}
+	mac := hmac.New(sha256.New, e.digestKey)
+	mac.Write(doc)
+	mac.Write([]byte("\x00recipients=" + strings.Join(e.recipients, ",")))
+	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)), nil
+}
+
+// Unchanged reports whether an existing encrypted file already holds this Secret for the
+// current recipients.
+func (e *Encrypter) Unchanged(old []byte, s *corev1.Secret) (bool, error) {
+	var meta struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Sops struct {
+			Age []struct {
+				Recipient string `json:"recipient"`
+			} `json:"age"`
+		} `json:"sops"`
+	}
+	if err := yaml.Unmarshal(old, &meta); err != nil {
+		return false, nil // not ours or damaged: write a fresh file
+	}
+	var have []string
+	for _, a := range meta.Sops.Age {
+		have = append(have, a.Recipient)
+	}
+	slices.Sort(have)
+	if !slices.Equal(have, e.recipients) {
+		return false, nil
+	}
+	if e.digestKey != nil {
+		want, err := e.digest(s)
+		if err != nil {
+			return false, err
+		}
+		return hmac.Equal([]byte(meta.Metadata.Annotations[DigestAnnotation]), []byte(want)), nil
+	}
+	plain, err := e.decrypt(old)
+	if err != nil {
+		return false, nil
+	}
+	want, err := generator.MarshalObject(s)
+	if err != nil {
+		return false, err
+	}
+	return canonicalEqual(plain, want), nil
+}
+
+// decrypt opens an encrypted file with the configured identity and checks its MAC, so a
+// damaged or tampered file is never kept as "unchanged".
+func (e *Encrypter) decrypt(data []byte) ([]byte, error) {
+	ids := sopsage.ParsedIdentities{}
+	if err := ids.Import(e.identity); err != nil {
+		return nil, err
+	}
+	store := sopsyaml.NewStore(&config.YAMLStoreConfig{})
+	tree, err := store.LoadEncryptedFile(data)
+	if err != nil {
+		return nil, err
+	}
+	var dataKey []byte
+	for _, g := range tree.Metadata.KeyGroups {
+		for _, k := range g {
+			if ak, ok := k.(*sopsage.MasterKey); ok && dataKey == nil {
+				ids.ApplyToMasterKey(ak)
+				if dk, err := ak.Decrypt(); err == nil {
+					dataKey = dk
+				}
+			}
+		}
+	}
+	if dataKey == nil {
+		return nil, errors.New("sops: the configured identity opens no data key of this file")
+	}
+	cipher := aes.NewCipher()
+	mac, err := tree.Decrypt(dataKey, cipher)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
+	if err != nil || stored != mac {
+		return nil, errors.New("sops: MAC mismatch")
+	}
+	return store.EmitPlainFile(tree.Branches)
+}
+
+// canonicalEqual compares two YAML documents as data, ignoring the digest annotation.
+func canonicalEqual(a, b []byte) bool {
+	norm := func(d []byte) []byte {
+		var m map[string]any
+		if yaml.Unmarshal(d, &m) != nil {
+			return nil
+		}
+		delete(m, "sops")
+		if md, ok := m["metadata"].(map[string]any); ok {
+			if ann, ok := md["annotations"].(map[string]any); ok {
+				delete(ann, DigestAnnotation)
+			}
+		}
+		out, _ := yaml.Marshal(m)
+		return out
+	}
+	na, nb := norm(a), norm(b)
+	return na != nil && bytes.Equal(na, nb)
+}
+
+// CreationRules returns a .sops.yaml for the repository root, so operators can edit the
+// files with the sops CLI using the same recipients and regex.
+func (e *Encrypter) CreationRules(path string) []byte {
+	doc := map[string]any{"creation_rules": []any{map[string]any{
+		"path_regex":      "^" + regexpQuote(strings.TrimSuffix(path, "/")) + "/.*\\.sops\\.yaml$",
+		"encrypted_regex": EncryptedRegex,
+		"age":             strings.Join(e.recipients, ","),
+	}}}
+	b, _ := yaml.Marshal(doc)
+	return append([]byte("# Written by magnum-gitops: the recipients of the cluster Secrets.\n"), b...)
+}
+
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
