@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"filippo.io/age"
+	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 	"github.com/spf13/cobra"
