@@ -1,0 +1,44 @@
+package gitrepo
+
+import (
+	"errors"
+	"sort"
+	"strings"
+)
+
+// Sentinel errors. Callers tell outcomes apart with errors.Is: ErrConflict and the
+// configuration errors are terminal, the others may succeed later.
+var (
+	// ErrConflict: a path of the change was changed on the remote, to other content,
+	// between the state the change was built on and the push. Nothing was overwritten.
+	ErrConflict = errors.New("gitrepo: conflicting remote change")
+	// ErrAuthentication: the remote refused the credentials.
+	ErrAuthentication = errors.New("gitrepo: authentication failed")
+	// ErrRepositoryNotFound: there is no repository at the URL.
+	ErrRepositoryNotFound = errors.New("gitrepo: repository not found")
+	// ErrBranchNotFound: the remote has commits but not the configured branch.
+	ErrBranchNotFound = errors.New("gitrepo: branch not found on the remote")
+	// ErrTooManyAttempts: the push still failed after Options.MaxAttempts attempts.
+	ErrTooManyAttempts = errors.New("gitrepo: giving up after repeated push failures")
+	// ErrInvalidChange: a change is malformed (bad path, trailer or branch).
+	ErrInvalidChange = errors.New("gitrepo: invalid change")
+)
+
+// ConflictError lists the paths a conflicting remote change touched.
+type ConflictError struct {
+	Branch string
+	Paths  []string
+}
+
+// Error implements error.
+func (e *ConflictError) Error() string {
+	p := append([]string(nil), e.Paths...)
+	sort.Strings(p)
+	return "gitrepo: " + e.Branch + ": changed on the remote since the change was made: " + strings.Join(p, ", ")
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// errStale means the remote branch moved: fetch and apply again.
+var errStale = errors.New("gitrepo: remote branch moved")

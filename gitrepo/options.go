@@ -1,0 +1,154 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// Options configures a Repo.
+type Options struct {
+	// URL of the remote: https://, http://, ssh://, user@host:path or file://.
+	URL string
+	// Branch that changes go to, unless a change names a review branch. Default "main".
+	Branch string
+	// Auth holds the credentials for URL.
+	Auth Auth
+	// CacheDir keeps a bare clone on disk between runs; empty keeps it in memory.
+	CacheDir string
+	// Author of the commits; Committer defaults to Author.
+	Author    Signature
+	Committer *Signature
+	// SigningKey, when set, signs every commit (OpenPGP).
+	SigningKey *openpgp.Entity
+	// MaxAttempts bounds the push attempts of one Apply (default 10).
+	MaxAttempts int
+	// Backoff is the first retry delay; it doubles per attempt up to MaxBackoff, with
+	// jitter. Defaults 100ms and 5s.
+	Backoff, MaxBackoff time.Duration
+	// PullRequests, when set, opens a pull request for every change pushed to a review
+	// branch.
+	PullRequests PullRequester
+	// Now stamps commits; time.Now when nil.
+	Now func() time.Time
+}
+
+// Signature is a commit author or committer.
+type Signature struct {
+	Name  string
+	Email string
+}
+
+// Auth holds the credentials of one remote. Set at most one of Password, Token and
+// SSHKeyFile.
+type Auth struct {
+	// Username for basic auth (default "git" with a Token).
+	Username string
+	Password string
+	// Token is an access token, sent as the basic-auth password.
+	Token string
+	// SSHKeyFile is a private key for ssh remotes; KnownHostsFile is required with it.
+	SSHKeyFile       string
+	SSHKeyPassphrase string
+	KnownHostsFile   string
+}
+
+// Validate checks the options and fills in defaults. Errors name the option.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.URL == "" {
+		errs = append(errs, errors.New("url: required"))
+	} else if _, err := transport.NewEndpoint(o.URL); err != nil {
+		errs = append(errs, fmt.Errorf("url: %w", err))
+	}
+	if o.Branch == "" {
+		o.Branch = "main"
+	}
+	if err := validBranch(o.Branch); err != nil {
+		errs = append(errs, fmt.Errorf("branch: %w", err))
+	}
+	n := 0
+	for _, s := range []string{o.Auth.Password, o.Auth.Token, o.Auth.SSHKeyFile} {
+		if s != "" {
+			n++
+		}
+	}
+	if n > 1 {
+		errs = append(errs, errors.New("auth: set one of password, token and ssh_key_file"))
+	}
+	if o.Auth.SSHKeyFile != "" && o.Auth.KnownHostsFile == "" {
+		errs = append(errs, errors.New("auth.known_hosts_file: required with ssh_key_file (host keys are always verified)"))
+	}
+	if o.Author.Name == "" || o.Author.Email == "" {
+		errs = append(errs, errors.New("author: name and email are required"))
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 10
+	}
+	if o.MaxAttempts < 1 {
+		errs = append(errs, errors.New("max_attempts: must be at least 1"))
+	}
+	if o.Backoff == 0 {
+		o.Backoff = 100 * time.Millisecond
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = 5 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return errors.Join(errs...)
+}
+
+// validBranch checks a branch name with Git's ref-format rules.
+func validBranch(b string) error {
+	if err := plumbing.NewBranchReferenceName(b).Validate(); err != nil || strings.HasPrefix(b, "-") {
+		return fmt.Errorf("%q is not a valid branch name", b)
+	}
+	return nil
+}
+
+// authMethod turns Auth into a go-git transport.AuthMethod.
+func (a Auth) authMethod(ep *transport.Endpoint) (transport.AuthMethod, error) {
+	switch {
+	case a.SSHKeyFile != "":
+		user := a.Username
+		if user == "" {
+			user = ep.User
+		}
+		if user == "" {
+			user = "git"
+		}
+		keys, err := gitssh.NewPublicKeysFromFile(user, a.SSHKeyFile, a.SSHKeyPassphrase)
+		if err != nil {
+			return nil, fmt.Errorf("auth.ssh_key_file: %w", err)
+		}
+		if _, err := os.Stat(a.KnownHostsFile); err != nil {
+			return nil, fmt.Errorf("auth.known_hosts_file: %w", err)
+		}
+		cb, err := knownhosts.New(a.KnownHostsFile)
+		if err != nil {
+			return nil, fmt.Errorf("auth.known_hosts_file: %w", err)
+		}
+		keys.HostKeyCallback = cb
+		return keys, nil
+	case a.Token != "":
+		user := a.Username
+		if user == "" {
+			user = "git"
+		}
+		return &githttp.BasicAuth{Username: user, Password: a.Token}, nil
+	case a.Password != "" || a.Username != "":
+		return &githttp.BasicAuth{Username: a.Username, Password: a.Password}, nil
+	}
+	return nil, nil
+}
