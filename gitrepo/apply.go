@@ -199,4 +199,3 @@ func (r *Repo) wait(ctx context.Context, n int) error {
 		return nil
 	}
 }
-

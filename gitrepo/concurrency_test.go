@@ -35,7 +35,7 @@ func writeClusters(ctx context.Context, url, writer string) error {
 	for i := 0; i < changesPerWriter; i++ {
 		dir := fmt.Sprintf("clusters/%s/c%02d", writer, i)
 		c := change(fmt.Sprintf("%s: cluster %d", writer, i), map[string]string{
-			dir + "/helmrelease.yaml": fmt.Sprintf("writer: %s\nn: %d\n", writer, i),
+			dir + "/helmrelease.yaml":   fmt.Sprintf("writer: %s\nn: %d\n", writer, i),
 			dir + "/kustomization.yaml": "resources: [helmrelease.yaml]\n",
 		})
 		if _, err := r.Apply(ctx, c); err != nil {
