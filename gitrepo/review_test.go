@@ -1,0 +1,127 @@
+package gitrepo_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+)
+
+// fakeGitea implements the part of the Gitea API v1 that opens pull requests, from its
+// documented shapes (POST/GET /api/v1/repos/{owner}/{repo}/pulls, "Authorization: token"),
+// and checks every request.
+type fakeGitea struct {
+	t     *testing.T
+	mu    sync.Mutex
+	token string
+	pulls []map[string]any
+}
+
+func (f *fakeGitea) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.Header.Get("Authorization") != "token "+f.token {
+		http.Error(w, `{"message":"token is required"}`, http.StatusUnauthorized)
+		return
+	}
+	if r.URL.Path != "/api/v1/repos/cloud/clusters/pulls" {
+		http.Error(w, `{"message":"not found"}`, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	switch r.Method {
+	case http.MethodPost:
+		if r.Header.Get("Content-Type") != "application/json" {
+			f.t.Errorf("Content-Type = %q", r.Header.Get("Content-Type"))
+		}
+		var req map[string]string
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, k := range []string{"head", "base", "title"} {
+			if req[k] == "" {
+				http.Error(w, `{"message":"`+k+` is required"}`, http.StatusUnprocessableEntity)
+				return
+			}
+		}
+		for _, p := range f.pulls {
+			if p["head"].(map[string]any)["ref"] == req["head"] {
+				w.WriteHeader(http.StatusConflict)
+				w.Write([]byte(`{"message":"pull request already exists for these targets"}`))
+				return
+			}
+		}
+		n := len(f.pulls) + 1
+		pr := map[string]any{"number": n, "html_url": "https://gitea.example.org/cloud/clusters/pulls/" + itoa(n),
+			"title": req["title"], "body": req["body"], "state": "open",
+			"head": map[string]any{"ref": req["head"]}, "base": map[string]any{"ref": req["base"]}}
+		f.pulls = append(f.pulls, pr)
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(pr)
+	case http.MethodGet:
+		if r.URL.Query().Get("state") != "open" {
+			f.t.Errorf("listing pulls without state=open: %s", r.URL.RawQuery)
+		}
+		json.NewEncoder(w).Encode(f.pulls)
+	default:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestReviewBranchAndPullRequest(t *testing.T) {
+	t.Parallel()
+	s := newGitServer(t)
+	url := s.newRepo("review", true)
+	forge := &fakeGitea{t: t, token: "gitea-token"}
+	api := httptest.NewServer(forge)
+	defer api.Close()
+	o := testOptions(url)
+	o.PullRequests = &gitrepo.Gitea{BaseURL: api.URL, Owner: "cloud", Repo: "clusters", Token: "gitea-token"}
+	r := open(t, o)
+	main := strings.TrimSpace(git(t, s.dir("review"), "rev-parse", "main"))
+
+	c := change("magnum: resize cluster prod-a", map[string]string{"c/prod-a/helmrelease.yaml": "replicas: 5\n"})
+	c.Branch = "magnum/prod-a-2b7x/evt-02"
+	res, err := r.Apply(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Branch != c.Branch || res.PullRequestURL != "https://gitea.example.org/cloud/clusters/pulls/1" {
+		t.Errorf("result = %+v", res)
+	}
+	if got := strings.TrimSpace(git(t, s.dir("review"), "rev-parse", "main")); got != main {
+		t.Error("review mode moved main")
+	}
+	if got, ok := fileAt(t, s.dir("review"), c.Branch, "c/prod-a/helmrelease.yaml"); !ok || string(got) != "replicas: 5\n" {
+		t.Errorf("review branch content = %q", got)
+	}
+	if p := forge.pulls[0]; p["base"].(map[string]any)["ref"] != "main" || p["title"] != c.Subject {
+		t.Errorf("pull request = %v", p)
+	}
+	// The same event again: no new commit, and the open pull request is reused.
+	c2 := c
+	c2.Files = map[string][]byte{"c/prod-a/helmrelease.yaml": []byte("replicas: 6\n")}
+	res, err = r.Apply(context.Background(), c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(forge.pulls) != 1 || res.PullRequestURL != "https://gitea.example.org/cloud/clusters/pulls/1" {
+		t.Errorf("second push opened another pull request: %d, %+v", len(forge.pulls), res)
+	}
+	checkRepo(t, s.dir("review"))
+	onlyFastForwards(t, s.dir("review"), c.Branch)
+
+	bad := &gitrepo.Gitea{BaseURL: api.URL, Owner: "cloud", Repo: "clusters", Token: "wrong"}
+	if _, err := bad.OpenPullRequest(context.Background(), gitrepo.PullRequest{Head: "h", Base: "main", Title: "t"}); err == nil ||
+		!strings.Contains(err.Error(), "401") {
+		t.Errorf("wrong token: %v", err)
+	}
+}
