@@ -1,0 +1,138 @@
+package reconciler_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"filippo.io/age"
+	"github.com/magnum-gitops/magnum-gitops/fixtures"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+)
+
+var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
+
+func event(t *testing.T, name string) *generator.ClusterEvent {
+	t.Helper()
+	data, err := fixtures.Events.ReadFile("events/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := generator.DecodeEvent(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func committer(t *testing.T) (*reconciler.Committer, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "r.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: "file://" + dir,
+		Author: gitrepo.Signature{Name: "magnum-gitops", Email: "m@example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := age.GenerateX25519Identity()
+	enc, err := sopsenc.New(sopsenc.Options{AgeRecipients: []string{id.Recipient().String()}, DigestKey: bytes.Repeat([]byte{1}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := generator.DefaultConfig()
+	return &reconciler.Committer{Repo: repo, Config: &cfg, Secrets: enc.Encoder}, dir
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// TestCommitterLifecycle commits a cluster's life (create, resize, delete) and checks the
+// messages, the no-op on an identical event, and that no secret value reaches Git in clear.
+func TestCommitterLifecycle(t *testing.T) {
+	c, dir := committer(t)
+	ctx := context.Background()
+	create := event(t, "01-prod-a-create.yaml")
+	if _, _, err := c.Apply(ctx, create); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := c.Apply(ctx, event(t, "01-prod-a-create.yaml"))
+	if err != nil || !res.NoOp {
+		t.Errorf("the same event again: %+v %v, want a no-op (SOPS files unchanged)", res, err)
+	}
+	if _, _, err := c.Apply(ctx, event(t, "02-prod-a-resize-workers.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Apply(ctx, event(t, "08-prod-a-delete.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	log := gitOut(t, dir, "log", "--format=%B%x00", "main")
+	msgs := strings.Split(log, "\x00")
+	if len(msgs) != 4 { // three commits and the tail
+		t.Fatalf("%d commits, want 3:\n%s", len(msgs)-1, log)
+	}
+	resize := msgs[1]
+	for _, want := range []string{
+		"magnum: resize cluster prod-a (prod-a-2b7xq4mzkd5h) in project 9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c\n",
+		"node group default-worker: 3 × m1.medium → 5 × m1.medium",
+		"Magnum-Cluster-UUID: 3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03",
+		"Magnum-Operation: resize_cluster", "Magnum-Event-ID: evt-02-resize-cluster", "Magnum-Project: 9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c",
+	} {
+		if !strings.Contains(resize, want) {
+			t.Errorf("resize message lacks %q:\n%s", want, resize)
+		}
+	}
+	if !strings.Contains(msgs[0], "magnum: delete cluster prod-a") || !strings.Contains(msgs[2], "Secrets written: ca, cloud-credentials, etcd, proxy, sa") {
+		t.Errorf("messages:\n%s", log)
+	}
+	all := gitOut(t, dir, "log", "-p", "--all")
+	for _, s := range []string{create.Secrets.ApplicationCredential.Secret.Reveal(), strings.Split(create.Secrets.Certificates.CA.Key.Reveal(), "\n")[1]} {
+		if strings.Contains(all, s) {
+			t.Errorf("a secret value is in the Git history in clear (%.10s…)", s)
+		}
+	}
+	files := gitOut(t, dir, "ls-tree", "-r", "--name-only", "main")
+	if strings.Contains(files, "helmrelease.yaml\n") && strings.Contains(files, "prod-a-2b7xq4mzkd5h/helmrelease.yaml") {
+		t.Error("the deleted cluster's HelmRelease is still in Git")
+	}
+	if !strings.Contains(files, "prod-a-2b7xq4mzkd5h/secret-cloud-credentials.sops.yaml") {
+		t.Error("the deleted cluster's Secrets must stay until the CAPI Cluster is gone")
+	}
+	gitOut(t, dir, "fsck", "--strict")
+}
+
+func TestCommitterRefusesPlaintextAndReviewBranch(t *testing.T) {
+	c, dir := committer(t)
+	c.Secrets = nil
+	if _, _, err := c.Apply(context.Background(), event(t, "01-prod-a-create.yaml")); err == nil ||
+		!strings.Contains(err.Error(), "no encryption configured") {
+		t.Errorf("err = %v", err)
+	}
+	c2, dir2 := committer(t)
+	_ = dir
+	c2.ReviewBranch = "magnum/{{.StackID}}/{{.EventID}}"
+	res, _, err := c2.Apply(context.Background(), event(t, "02-prod-a-resize-workers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Branch != "magnum/prod-a-2b7xq4mzkd5h/evt-02-resize-cluster" {
+		t.Errorf("branch = %q", res.Branch)
+	}
+	if out := gitOut(t, dir2, "branch", "--list"); !strings.Contains(out, "magnum/prod-a-2b7xq4mzkd5h/evt-02-resize-cluster") {
+		t.Errorf("branches: %s", out)
+	}
+}

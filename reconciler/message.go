@@ -1,0 +1,158 @@
+package reconciler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+)
+
+// verbs names what each operation does, for commit subjects.
+var verbs = map[generator.Operation]string{
+	generator.CreateCluster:   "create cluster",
+	generator.UpdateCluster:   "update cluster",
+	generator.ResizeCluster:   "resize cluster",
+	generator.UpgradeCluster:  "upgrade cluster",
+	generator.DeleteCluster:   "delete cluster",
+	generator.CreateNodeGroup: "create node group %s of cluster",
+	generator.UpdateNodeGroup: "update node group %s of cluster",
+	generator.DeleteNodeGroup: "delete node group %s of cluster",
+}
+
+// CommitChange turns a rendered event into a gitrepo.Change: a subject a reviewer
+// understands, a body saying what changed (versions, counts, flavors) compared with the
+// values the repository held before (nil when none), and trailers. It never includes a
+// secret value: Secrets are named, not shown.
+func CommitChange(ev *generator.ClusterEvent, res *generator.Result, fs *generator.FileSet, old map[string]any) gitrepo.Change {
+	verb := verbs[res.Operation]
+	if strings.Contains(verb, "%s") {
+		verb = fmt.Sprintf(verb, ev.NodeGroup)
+	}
+	c := gitrepo.Change{
+		Subject: fmt.Sprintf("magnum: %s %s (%s) in project %s", verb, res.ClusterName, res.ReleaseName, res.ProjectID),
+		Files:   map[string][]byte{},
+		Trailers: []gitrepo.Trailer{
+			{Key: "Magnum-Cluster-UUID", Value: res.ClusterUUID},
+			{Key: "Magnum-Operation", Value: string(res.Operation)},
+			{Key: "Magnum-Project", Value: res.ProjectID},
+			{Key: "Magnum-Stack-ID", Value: res.ReleaseName},
+		},
+	}
+	if res.EventID != "" {
+		c.Trailers = append(c.Trailers, gitrepo.Trailer{Key: "Magnum-Event-ID", Value: res.EventID})
+	}
+	for p, b := range fs.Files {
+		c.Files[p] = b
+	}
+	for _, p := range fs.Deletes {
+		c.Files[p] = nil
+	}
+	c.Body = strings.Join(summary(res, fs, old), "\n")
+	return c
+}
+
+// summary lists what a reviewer wants to see.
+func summary(res *generator.Result, fs *generator.FileSet, old map[string]any) []string {
+	if res.Operation == generator.DeleteCluster {
+		return []string{"The HelmRelease is removed; the cluster's Secrets stay until the CAPI Cluster is gone."}
+	}
+	v := res.Values
+	var lines []string
+	line := func(label string, before, after any) {
+		switch {
+		case old == nil || fmt.Sprint(before) == fmt.Sprint(after):
+			lines = append(lines, fmt.Sprintf("%s: %v", label, after))
+		case before == nil:
+			lines = append(lines, fmt.Sprintf("%s: %v (new)", label, after))
+		default:
+			lines = append(lines, fmt.Sprintf("%s: %v → %v", label, before, after))
+		}
+	}
+	line("Kubernetes", get(old, "kubernetesVersion"), v["kubernetesVersion"])
+	lines = append(lines, "chart: "+res.Chart.Name+" "+firstNonEmpty(res.Chart.Version, "(newest)"))
+	line("image", get(old, "machineImageId"), v["machineImageId"])
+	cp := func(m map[string]any) any {
+		if m == nil {
+			return nil
+		}
+		return fmt.Sprintf("%v × %v", get(m, "controlPlane.machineCount"), get(m, "controlPlane.machineFlavor"))
+	}
+	line("control plane", cp(old), cp(v))
+	oldGroups, newGroups := groups(old), groups(v)
+	names := map[string]bool{}
+	for n := range oldGroups {
+		names[n] = true
+	}
+	for n := range newGroups {
+		names[n] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		if _, ok := newGroups[n]; !ok {
+			lines = append(lines, fmt.Sprintf("node group %s: removed", n))
+			continue
+		}
+		var before any
+		if g, ok := oldGroups[n]; ok {
+			before = g
+		}
+		line("node group "+n, before, newGroups[n])
+	}
+	var secrets []string
+	for p := range fs.Files {
+		if base := p[strings.LastIndex(p, "/")+1:]; strings.HasPrefix(base, generator.SecretFilePrefix) {
+			secrets = append(secrets, strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(base, generator.SecretFilePrefix), ".yaml"), ".sops"))
+		}
+	}
+	if len(secrets) > 0 {
+		sort.Strings(secrets)
+		lines = append(lines, "Secrets written: "+strings.Join(secrets, ", "))
+	}
+	for _, d := range res.Deviations {
+		lines = append(lines, "differs from magnum-capi-helm on "+d.Key)
+	}
+	return lines
+}
+
+// groups describes each node group as "count × flavor", with the autoscaling range.
+func groups(v map[string]any) map[string]string {
+	out := map[string]string{}
+	list, _ := get(v, "nodeGroups").([]any)
+	for _, e := range list {
+		g, _ := e.(map[string]any)
+		d := fmt.Sprintf("%v × %v", g["machineCount"], g["machineFlavor"])
+		if a, _ := g["autoscale"].(bool); a {
+			d += fmt.Sprintf(" (autoscaling %v–%v)", g["machineCountMin"], g["machineCountMax"])
+		}
+		out[fmt.Sprint(g["name"])] = d
+	}
+	return out
+}
+
+// get reads a dotted path from JSON-shaped values.
+func get(v map[string]any, path string) any {
+	var cur any = v
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[k]
+	}
+	return cur
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
