@@ -13,7 +13,7 @@ import (
 // values_overlay) plus the sections of the packages that write to Git.
 type fileConfig struct {
 	generator.Config `json:",inline"`
-	Git              map[string]any `json:"git,omitempty"`
+	Git              gitConfig      `json:"git,omitempty"`
 	Sops             sopsConfig     `json:"sops,omitempty"`
 }
 

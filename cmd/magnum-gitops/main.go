@@ -21,6 +21,9 @@ func main() {
 	}
 }
 
+// errorsIsInput reports errors that blame the input, which are reported as they are.
+func errorsIsInput(err error) bool { return errors.Is(err, generator.ErrInvalidInput) }
+
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "magnum-gitops",
@@ -32,6 +35,6 @@ the Cluster API management cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRenderCommand(), newDemoCommand())
+	root.AddCommand(newRenderCommand(), newApplyCommand(), newDemoCommand())
 	return root
 }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestApplyCommitsToConfiguredRepository runs apply twice against a file:// remote: one
+// commit, then a no-op.
+func TestApplyCommitsToConfiguredRepository(t *testing.T) {
+	cfg, _ := sopsConfigFile(t)
+	remote := filepath.Join(t.TempDir(), "clusters.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", remote).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	doc, _ := os.ReadFile(cfg)
+	doc = append(doc, []byte("git:\n  url: file://"+remote+"\n  author: {name: Cloud Ops, email: ops@example.org}\n")...)
+	os.WriteFile(cfg, doc, 0o600)
+
+	out, _, err := run(t, "", "apply", "-f", fixture, "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep["commit"] == "" || rep["no_op"] != false || rep["branch"] != "main" {
+		t.Errorf("report = %v", rep)
+	}
+	log, _ := exec.Command("git", "-C", remote, "log", "--format=%an|%s", "main").CombinedOutput()
+	if !strings.HasPrefix(string(log), "Cloud Ops|magnum: create cluster prod-a (prod-a-2b7xq4mzkd5h)") {
+		t.Errorf("log = %s", log)
+	}
+	out, _, err = run(t, "", "apply", "-f", fixture, "--config", cfg)
+	if err != nil || !strings.Contains(out, `"no_op": true`) {
+		t.Errorf("second apply: %v\n%s", err, out)
+	}
+	// Without git.url there is nowhere to commit.
+	bare, _ := sopsConfigFile(t)
+	if _, _, err := run(t, "", "apply", "-f", fixture, "--config", bare); err == nil || !strings.Contains(err.Error(), "git.url") {
+		t.Errorf("missing git.url: %v", err)
+	}
+}

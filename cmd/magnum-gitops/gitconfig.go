@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+)
+
+// gitConfig is the --config "git:" section. Credentials are read from files, so they
+// never sit in the configuration or in process arguments.
+type gitConfig struct {
+	URL      string        `json:"url"`
+	Branch   string        `json:"branch,omitempty"`
+	CacheDir string        `json:"cache_dir,omitempty"`
+	Auth     gitAuthConfig `json:"auth,omitempty"`
+	Author   struct {
+		Name  string `json:"name"`
+		Email string `json:"email"`
+	} `json:"author"`
+	// SigningKeyFile is an armored OpenPGP private key (unencrypted) that signs commits.
+	SigningKeyFile string          `json:"signing_key_file,omitempty"`
+	MaxAttempts    int             `json:"max_attempts,omitempty"`
+	Review         gitReviewConfig `json:"review,omitempty"`
+}
+
+type gitAuthConfig struct {
+	Username       string `json:"username,omitempty"`
+	PasswordFile   string `json:"password_file,omitempty"`
+	TokenFile      string `json:"token_file,omitempty"`
+	SSHKeyFile     string `json:"ssh_key_file,omitempty"`
+	KnownHostsFile string `json:"known_hosts_file,omitempty"`
+}
+
+type gitReviewConfig struct {
+	// BranchTemplate turns on review mode: each event goes to its own branch, e.g.
+	// "magnum/{{.StackID}}/{{.EventID}}", and main is left alone.
+	BranchTemplate string `json:"branch_template,omitempty"`
+	Gitea          *struct {
+		URL       string `json:"url"`
+		Owner     string `json:"owner"`
+		Repo      string `json:"repo"`
+		TokenFile string `json:"token_file"`
+	} `json:"gitea,omitempty"`
+}
+
+func readSecretFile(field, path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// options builds gitrepo.Options from the section.
+func (g *gitConfig) options() (gitrepo.Options, error) {
+	if g.URL == "" {
+		return gitrepo.Options{}, errors.New("git.url: required to commit (see README, Configuration)")
+	}
+	o := gitrepo.Options{URL: g.URL, Branch: g.Branch, CacheDir: g.CacheDir, MaxAttempts: g.MaxAttempts,
+		Author: gitrepo.Signature{Name: g.Author.Name, Email: g.Author.Email}, MaxBackoff: 10 * time.Second}
+	if o.Author.Name == "" {
+		o.Author = gitrepo.Signature{Name: "magnum-gitops", Email: "magnum-gitops@localhost"}
+	}
+	var err error
+	o.Auth.Username, o.Auth.SSHKeyFile, o.Auth.KnownHostsFile = g.Auth.Username, g.Auth.SSHKeyFile, g.Auth.KnownHostsFile
+	if o.Auth.Password, err = readSecretFile("git.auth.password_file", g.Auth.PasswordFile); err != nil {
+		return o, err
+	}
+	if o.Auth.Token, err = readSecretFile("git.auth.token_file", g.Auth.TokenFile); err != nil {
+		return o, err
+	}
+	if g.SigningKeyFile != "" {
+		b, err := os.ReadFile(g.SigningKeyFile)
+		if err != nil {
+			return o, fmt.Errorf("git.signing_key_file: %w", err)
+		}
+		keys, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(b))
+		if err != nil || len(keys) == 0 || keys[0].PrivateKey == nil {
+			return o, errors.New("git.signing_key_file: not an armored OpenPGP private key")
+		}
+		o.SigningKey = keys[0]
+	}
+	if gt := g.Review.Gitea; gt != nil {
+		tok, err := readSecretFile("git.review.gitea.token_file", gt.TokenFile)
+		if err != nil {
+			return o, err
+		}
+		o.PullRequests = &gitrepo.Gitea{BaseURL: gt.URL, Owner: gt.Owner, Repo: gt.Repo, Token: tok}
+	}
+	return o, o.Validate()
+}
