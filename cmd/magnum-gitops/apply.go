@@ -94,4 +94,3 @@ func commitString(r *gitrepo.Result) string {
 	}
 	return r.Commit.String()
 }
-

@@ -13,8 +13,8 @@ import (
 // values_overlay) plus the sections of the packages that write to Git.
 type fileConfig struct {
 	generator.Config `json:",inline"`
-	Git              gitConfig      `json:"git,omitempty"`
-	Sops             sopsConfig     `json:"sops,omitempty"`
+	Git              gitConfig  `json:"git,omitempty"`
+	Sops             sopsConfig `json:"sops,omitempty"`
 }
 
 // loadConfig reads a YAML configuration over the defaults. Unknown keys are errors: a
