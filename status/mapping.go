@@ -1,0 +1,359 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// DefaultOptions are the defaults of the judgement.
+func DefaultOptions(now time.Time) Options {
+	return Options{Now: now, CreateTimeout: time.Hour, UpdateTimeout: time.Hour, DeleteTimeout: time.Hour,
+		MachineFailureDeadline: 15 * time.Minute,
+		ControlPlaneConditions: []string{"MachinesReady", "Ready", "EtcdClusterHealthy", "ControlPlaneComponentsHealthy"}}
+}
+
+// blocker is the first thing standing between an operation and its completion.
+type blocker struct {
+	reason string
+	failed bool
+}
+
+// Map judges one cluster: a pure function of what Magnum knows and what the management
+// cluster holds. It follows magnum-capi-helm's algorithm (driver-reference §5) where that
+// is right, reads both CAPI condition layouts with their polarity, puts the GitOps chain
+// (Git → Flux → Helm) first, and fails an operation for a real reason or a deadline,
+// never merely for being slow.
+func Map(v View, o Objects, opts Options) Report {
+	r := Report{ClusterUUID: v.ClusterUUID, StackID: v.StackID, Status: v.Status}
+	if o.Cluster != nil {
+		if host := stringAt(o.Cluster, "spec", "controlPlaneEndpoint", "host"); host != "" {
+			port, _ := intAt(o.Cluster, p("spec", "controlPlaneEndpoint", "port"))
+			if port == 0 {
+				port = 6443
+			}
+			r.APIAddress = fmt.Sprintf("https://%s:%d", host, port)
+		}
+	}
+	r.COEVersion = firstNonEmpty(stringAt(o.ControlPlane, "status", "version"), stringAt(o.ControlPlane, "spec", "version"))
+	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts)
+	r.HealthStatus, r.HealthReason = health(v, o)
+
+	prefix, _, _ := strings.Cut(v.Status, "_")
+	switch {
+	case strings.HasPrefix(v.Status, "DELETE_"):
+		r.Status, r.StatusReason, r.SecretsRemovable = deleting(v, o, opts)
+	case v.Status == CreateInProgress || v.Status == UpdateInProgress:
+		b := progress(v, o, opts)
+		switch {
+		case b == nil:
+			r.Status = prefix + "_COMPLETE"
+		case b.failed:
+			r.Status, r.StatusReason = prefix+"_FAILED", b.reason
+		default:
+			r.Status, r.StatusReason = v.Status, b.reason
+			if timeout := deadline(prefix, opts); timeout > 0 && !v.Since.IsZero() && opts.Now.Sub(v.Since) > timeout {
+				r.Status = prefix + "_FAILED"
+				r.StatusReason = fmt.Sprintf("not complete after %s: %s", timeout, b.reason)
+			}
+		}
+	}
+	return r
+}
+
+func deadline(prefix string, opts Options) time.Duration {
+	switch prefix {
+	case "CREATE":
+		return opts.CreateTimeout
+	case "UPDATE":
+		return opts.UpdateTimeout
+	}
+	return opts.DeleteTimeout
+}
+
+// deleting: DELETE_IN_PROGRESS while the CAPI Cluster exists, DELETE_COMPLETE once it is
+// gone (and Flux has dropped the HelmRelease), which is when Secrets may go.
+func deleting(v View, o Objects, opts Options) (string, string, bool) {
+	if v.Status != DeleteInProgress {
+		return v.Status, "", o.Cluster == nil && o.HelmRelease == nil
+	}
+	var reason string
+	switch {
+	case o.Cluster != nil:
+		c := ReadConditions(o.Cluster)
+		d := c.V2("Deleting")
+		reason = "Cluster " + v.StackID + " is being deleted"
+		if d.Status == True {
+			reason = "Cluster " + v.StackID + ": " + firstNonEmpty(d.Message, d.Reason)
+		} else if o.Cluster.GetDeletionTimestamp() == nil {
+			reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
+		}
+	case o.HelmRelease != nil:
+		reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
+	default:
+		return DeleteComplete, "", true
+	}
+	if opts.DeleteTimeout > 0 && !v.Since.IsZero() && opts.Now.Sub(v.Since) > opts.DeleteTimeout {
+		return DeleteFailed, fmt.Sprintf("not deleted after %s: %s", opts.DeleteTimeout, reason), false
+	}
+	return DeleteInProgress, reason, false
+}
+
+// progress returns what blocks a create or update, nil when it is done.
+func progress(v View, o Objects, opts Options) *blocker {
+	if b := gitopsChain(v, o); b != nil {
+		return b
+	}
+	if o.Cluster == nil {
+		return &blocker{reason: "waiting for Cluster " + v.StackID + " to be created"}
+	}
+	if b := failures(v, o, opts); b != nil {
+		return b
+	}
+	// Completion, in the driver's order: the Cluster, then each node group, then addons.
+	if c := ReadConditions(o.Cluster); !c.ClusterReady() {
+		return &blocker{reason: clusterBlocker(v.StackID, c)}
+	}
+	if b := controlPlaneDone(v, o, opts); b != nil {
+		return b
+	}
+	for _, ng := range v.NodeGroups {
+		if ng.Role == "master" || strings.HasPrefix(ng.Status, "DELETE_") {
+			continue
+		}
+		name := generator.ChartComponentName(v.StackID, generator.SanitizedName(ng.Name))
+		md := find(o.MachineDeployments, name)
+		if md == nil {
+			return &blocker{reason: "waiting for MachineDeployment " + name}
+		}
+		if !machineDeploymentDone(md) {
+			return &blocker{reason: describe("MachineDeployment", name, ReadConditions(md))}
+		}
+	}
+	if o.AddonsUnknown {
+		return &blocker{reason: "addon state unknown: the addons.stackhpc.com CRDs are not installed"}
+	}
+	for _, a := range o.Addons {
+		phase := stringAt(a, "status", "phase")
+		if phase != "Deployed" {
+			return &blocker{reason: fmt.Sprintf("addon %s: %s", a.GetName(), firstNonEmpty(phase, "Unknown (no phase yet)"))}
+		}
+	}
+	return nil
+}
+
+// gitopsChain reports what stands between the commit and Helm: Flux not having applied
+// the revision, the HelmRelease not yet reconciled, or Helm failing.
+func gitopsChain(v View, o Objects) *blocker {
+	if k := o.Kustomization; k != nil && v.Revision != "" {
+		applied := stringAt(k, "status", "lastAppliedRevision")
+		if !strings.Contains(applied, v.Revision) {
+			return &blocker{reason: fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), firstNonEmpty(short(applied), "none"))}
+		}
+	}
+	hr := o.HelmRelease
+	if hr == nil {
+		return &blocker{reason: "waiting for Flux to create HelmRelease " + v.StackID}
+	}
+	gen := hr.GetGeneration()
+	observed, _ := intAt(hr, p("status", "observedGeneration"))
+	c := ReadConditions(hr)
+	if stalled := c.V2("Stalled"); stalled.Status == True {
+		return &blocker{failed: true, reason: "HelmRelease " + v.StackID + " stalled: " + helmMessage(stalled)}
+	}
+	if observed < gen {
+		return &blocker{reason: fmt.Sprintf("waiting for helm-controller to reconcile HelmRelease %s generation %d", v.StackID, gen)}
+	}
+	ready := c.V2("Ready")
+	switch ready.Status {
+	case True:
+		return nil
+	case False:
+		return &blocker{reason: "HelmRelease " + v.StackID + ": " + helmMessage(ready)}
+	}
+	return &blocker{reason: "HelmRelease " + v.StackID + ": " + firstNonEmpty(ready.Message, "Helm release in progress")}
+}
+
+// helmMessage phrases a Flux condition: "Helm upgrade failed: <message>".
+func helmMessage(c Condition) string {
+	verb := map[string]string{"InstallFailed": "Helm install failed", "UpgradeFailed": "Helm upgrade failed",
+		"RetriesExceeded": "Helm retries exceeded", "ArtifactFailed": "chart not available",
+		"UninstallFailed": "Helm uninstall failed"}[c.Reason]
+	if verb == "" {
+		verb = c.Reason
+	}
+	return strings.TrimPrefix(verb+": "+c.Message, ": ")
+}
+
+// failures finds a reason to declare the operation FAILED now.
+func failures(v View, o Objects, opts Options) *blocker {
+	for _, a := range o.Addons {
+		if stringAt(a, "status", "phase") == "Failed" {
+			return &blocker{failed: true, reason: fmt.Sprintf("addon %s failed: %s", a.GetName(), stringAt(a, "status", "failureMessage"))}
+		}
+	}
+	if ic := o.InfraCluster; ic != nil {
+		if fr := stringAt(ic, "status", "failureReason"); fr != "" {
+			return &blocker{failed: true, reason: fmt.Sprintf("OpenStackCluster %s: %s: %s", ic.GetName(), fr, stringAt(ic, "status", "failureMessage"))}
+		}
+		if ready := ReadConditions(ic).V2("Ready"); ready.Status == False && ready.Severity == "Error" {
+			return &blocker{failed: true, reason: fmt.Sprintf("OpenStackCluster %s: %s: %s", ic.GetName(), ready.Reason, ready.Message)}
+		}
+	}
+	deadline := opts.MachineFailureDeadline
+	for _, m := range o.Machines {
+		c := ReadConditions(m)
+		infra := c.V1("InfrastructureReady")
+		if infra.Status == Unknown {
+			infra = c.V2("InfrastructureReady")
+		}
+		if infra.Status != False || infra.Message == "" || !looksLikeError(infra) {
+			continue
+		}
+		age := opts.Now.Sub(m.GetCreationTimestamp().Time)
+		if deadline > 0 && age > deadline {
+			return &blocker{failed: true, reason: fmt.Sprintf("Machine %s: InfrastructureReady False: %s", m.GetName(), infra.Message)}
+		}
+	}
+	return nil
+}
+
+// looksLikeError tells an infrastructure error from plain waiting.
+func looksLikeError(c Condition) bool {
+	if c.Severity == "Error" {
+		return true
+	}
+	r := strings.ToLower(c.Reason + " " + c.Message)
+	for _, w := range []string{"error", "failed", "quota", "exceeded", "invalid", "not found", "conflict", "forbidden"} {
+		if strings.Contains(r, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func controlPlaneDone(v View, o Objects, opts Options) *blocker {
+	kcp := o.ControlPlane
+	name := generator.ChartComponentName(v.StackID, "control-plane")
+	if kcp == nil {
+		return &blocker{reason: "waiting for KubeadmControlPlane " + name}
+	}
+	c := ReadConditions(kcp)
+	spec, _ := intAt(kcp, p("spec", "replicas"))
+	replicas, _ := intAt(kcp, p("status", "replicas"))
+	upToDate, _ := intAt(kcp, p("status", "upToDateReplicas"), p("status", "v1beta2", "upToDateReplicas"), p("status", "updatedReplicas"))
+	ready, _ := intAt(kcp, p("status", "v1beta2", "readyReplicas"), p("status", "readyReplicas"))
+	condsOK := false
+	if c.HasV1() {
+		condsOK = c.V1All(opts.ControlPlaneConditions...)
+	} else {
+		condsOK = c.V2("Available").Status == True
+	}
+	if !condsOK || spec != replicas || replicas != upToDate || upToDate != ready {
+		reason := describe("KubeadmControlPlane", name, c)
+		if condsOK {
+			reason = fmt.Sprintf("KubeadmControlPlane %s: %d/%d replicas up to date and ready", name, min(upToDate, ready), spec)
+		}
+		return &blocker{reason: reason}
+	}
+	return nil
+}
+
+// machineDeploymentDone: the right number of machines, all up to date and ready, nothing
+// rolling out or scaling.
+func machineDeploymentDone(md *unstructured.Unstructured) bool {
+	c := ReadConditions(md)
+	spec, _ := intAt(md, p("spec", "replicas"))
+	replicas, _ := intAt(md, p("status", "replicas"))
+	upToDate, _ := intAt(md, p("status", "upToDateReplicas"), p("status", "v1beta2", "upToDateReplicas"), p("status", "updatedReplicas"))
+	ready, _ := intAt(md, p("status", "v1beta2", "readyReplicas"), p("status", "readyReplicas"))
+	for _, t := range []string{"RollingOut", "ScalingUp", "ScalingDown"} {
+		if c.V2(t).Status == True {
+			return false
+		}
+	}
+	phase := stringAt(md, "status", "phase")
+	return spec == replicas && replicas == upToDate && upToDate == ready && (phase == "" || phase == "Running")
+}
+
+// clusterBlocker names the first required Cluster condition that is not True, in causal
+// order (infrastructure, control plane, summary); a missing one is Unknown.
+func clusterBlocker(name string, c Conditions) string {
+	say := func(cond Condition) string {
+		msg := fmt.Sprintf("Cluster %s: %s %s", name, cond.Type, cond.Status)
+		if cond.Message != "" {
+			msg += ": " + firstLine(cond.Message)
+		}
+		return msg
+	}
+	// v1beta2 Available aggregates the others with a message naming the culprits; when it
+	// has none, the v1beta1 conditions say more.
+	if avail := c.V2("Available"); c.HasV2() && avail.Status != True && (avail.Message != "" || !c.HasV1()) {
+		return say(avail)
+	}
+	for _, t := range []string{"InfrastructureReady", "ControlPlaneReady", "Ready"} {
+		if cond := c.V1(t); cond.Status != True {
+			return say(cond)
+		}
+	}
+	return describe("Cluster", name, c)
+}
+
+// describe names a blocking object and its most telling condition.
+func describe(kind, name string, c Conditions) string {
+	w := c.Waiting()
+	if len(w) == 0 {
+		return kind + " " + name + ": not ready"
+	}
+	cond := c.V1(w[0])
+	if cond.Status == Unknown && cond.Message == "" {
+		cond = c.V2(w[0])
+	}
+	msg := fmt.Sprintf("%s %s: %s %s", kind, name, cond.Type, cond.Status)
+	if cond.Message != "" {
+		msg += ": " + firstLine(cond.Message)
+	}
+	return msg
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 240 {
+		s = s[:240] + "…"
+	}
+	return s
+}
+
+func find(list []*unstructured.Unstructured, name string) *unstructured.Unstructured {
+	for _, o := range list {
+		if o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func short(rev string) string {
+	if i := strings.LastIndex(rev, ":"); i >= 0 {
+		rev = rev[i+1:]
+	}
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

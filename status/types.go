@@ -1,0 +1,111 @@
+package status
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Magnum cluster statuses (magnum/objects/fields.py) and health statuses.
+const (
+	CreateInProgress = "CREATE_IN_PROGRESS"
+	CreateComplete   = "CREATE_COMPLETE"
+	CreateFailed     = "CREATE_FAILED"
+	UpdateInProgress = "UPDATE_IN_PROGRESS"
+	UpdateComplete   = "UPDATE_COMPLETE"
+	UpdateFailed     = "UPDATE_FAILED"
+	DeleteInProgress = "DELETE_IN_PROGRESS"
+	DeleteComplete   = "DELETE_COMPLETE"
+	DeleteFailed     = "DELETE_FAILED"
+
+	Healthy       = "HEALTHY"
+	Unhealthy     = "UNHEALTHY"
+	UnknownHealth = "UNKNOWN"
+)
+
+// View is what Magnum knows of a cluster: the input the objects are judged against.
+type View struct {
+	ClusterUUID string
+	Name        string
+	// StackID is R, the Helm release and CAPI Cluster name.
+	StackID   string
+	Namespace string
+	// Status is the current Magnum status, e.g. CREATE_IN_PROGRESS.
+	Status string
+	// Since is when the current operation started (Magnum's updated_at).
+	Since      time.Time
+	NodeGroups []NodeGroupView
+	// Revision, when known, is the Git commit that carries the operation: until Flux has
+	// applied it, the objects describe the previous state.
+	Revision string
+}
+
+// NodeGroupView is a Magnum node group.
+type NodeGroupView struct {
+	Name      string
+	Role      string
+	Status    string
+	IsDefault bool
+	NodeCount int
+}
+
+// Objects are the management-cluster objects of one cluster; nil means absent.
+type Objects struct {
+	// HelmRelease is Flux's helm.toolkit.fluxcd.io HelmRelease R (never the chart's
+	// addons.stackhpc.com HelmRelease).
+	HelmRelease *unstructured.Unstructured
+	// Kustomization is the Flux Kustomization that applies the repository, if known.
+	Kustomization      *unstructured.Unstructured
+	Cluster            *unstructured.Unstructured
+	ControlPlane       *unstructured.Unstructured
+	InfraCluster       *unstructured.Unstructured
+	MachineDeployments []*unstructured.Unstructured
+	Machines           []*unstructured.Unstructured
+	// Addons are addons.stackhpc.com HelmRelease and Manifests objects of the cluster.
+	Addons []*unstructured.Unstructured
+	// AddonsUnknown is set when the addons CRDs are absent: addon state is Unknown.
+	AddonsUnknown bool
+}
+
+// Options tunes the judgement.
+type Options struct {
+	// Now is the current time.
+	Now time.Time
+	// CreateTimeout, UpdateTimeout and DeleteTimeout bound an operation: past them it is
+	// FAILED. Zero disables the deadline (Magnum's create_timeout is the usual source).
+	CreateTimeout, UpdateTimeout, DeleteTimeout time.Duration
+	// MachineFailureDeadline is how long a Machine may report an infrastructure error
+	// before the operation is FAILED (default 15m): quota errors heal when quota frees.
+	MachineFailureDeadline time.Duration
+	// ControlPlaneConditions are the v1beta1 KubeadmControlPlane conditions that must be
+	// True ([capi_helm] k8s_control_plane_resource_conditions).
+	ControlPlaneConditions []string
+}
+
+// Report is the Magnum view of what the objects say, with Magnum's field names.
+type Report struct {
+	ClusterUUID  string            `json:"uuid"`
+	StackID      string            `json:"stack_id"`
+	Status       string            `json:"status"`
+	StatusReason string            `json:"status_reason"`
+	APIAddress   string            `json:"api_address,omitempty"`
+	COEVersion   string            `json:"coe_version,omitempty"`
+	NodeCount    int               `json:"node_count"`
+	MasterCount  int               `json:"master_count"`
+	NodeGroups   []NodeGroupReport `json:"nodegroups"`
+	HealthStatus string            `json:"health_status"`
+	HealthReason map[string]string `json:"health_status_reason"`
+	// SecretsRemovable is the delete signal: the CAPI Cluster is gone, so the cluster's
+	// Secrets (and application credential) may be removed.
+	SecretsRemovable bool `json:"secrets_removable"`
+}
+
+// NodeGroupReport is one node group's state.
+type NodeGroupReport struct {
+	Name      string `json:"name"`
+	Status    string `json:"status"`
+	NodeCount int    `json:"node_count"`
+	// Gone is set for a deleted non-default group whose machines are all gone: Magnum may
+	// destroy its record.
+	Gone bool `json:"gone,omitempty"`
+}
