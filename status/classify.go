@@ -27,8 +27,9 @@ func Classify(objs []*unstructured.Unstructured, stackID, namespace string) Obje
 		if namespace != "" && u.GetNamespace() != "" && u.GetNamespace() != namespace && u.GetKind() != "Kustomization" {
 			continue
 		}
-		gvk := u.GroupVersionKind()
-		l := u.GetLabels()
+		group, _ := splitAPIVersion(u)
+		gvk := struct{ Group, Kind string }{group, kindOf(u)}
+		l := func(k string) string { return label(u, k) }
 		switch {
 		case gvk.Group == fluxHelmGroup && gvk.Kind == "HelmRelease" && u.GetName() == stackID:
 			o.HelmRelease = u
@@ -40,11 +41,11 @@ func Classify(objs []*unstructured.Unstructured, stackID, namespace string) Obje
 			o.ControlPlane = u
 		case gvk.Group == "infrastructure.cluster.x-k8s.io" && gvk.Kind == "OpenStackCluster" && u.GetName() == stackID:
 			o.InfraCluster = u
-		case gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "MachineDeployment" && (l[labelChartCluster] == stackID || stringAt(u, "spec", "clusterName") == stackID):
+		case gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "MachineDeployment" && (l(labelChartCluster) == stackID || stringAt(u, "spec", "clusterName") == stackID):
 			o.MachineDeployments = append(o.MachineDeployments, u)
-		case gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "Machine" && (l[labelCAPICluster] == stackID || l[labelChartCluster] == stackID):
+		case gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "Machine" && (l(labelCAPICluster) == stackID || l(labelChartCluster) == stackID):
 			o.Machines = append(o.Machines, u)
-		case gvk.Group == addonsGroup && (l[labelChartCluster] == stackID || l[labelAddonCluster] == stackID):
+		case gvk.Group == addonsGroup && (l(labelChartCluster) == stackID || l(labelAddonCluster) == stackID):
 			o.Addons = append(o.Addons, u)
 		}
 	}

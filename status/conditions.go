@@ -64,7 +64,8 @@ func ReadConditions(o *unstructured.Unstructured) Conditions {
 		return c
 	}
 	read := func(into map[string]Condition, path ...string) {
-		list, _, _ := unstructured.NestedSlice(o.Object, path...)
+		raw, _, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
+		list, _ := raw.([]any)
 		for _, e := range list {
 			m, _ := e.(map[string]any)
 			cond := Condition{Type: str(m["type"]), Status: Tri(str(m["status"])), Reason: str(m["reason"]),
@@ -77,9 +78,10 @@ func ReadConditions(o *unstructured.Unstructured) Conditions {
 			}
 		}
 	}
-	isCAPI := strings.HasSuffix(o.GroupVersionKind().Group, "cluster.x-k8s.io") && o.GroupVersionKind().Group != "infrastructure.cluster.x-k8s.io"
+	group, version := splitAPIVersion(o)
+	isCAPI := strings.HasSuffix(group, "cluster.x-k8s.io") && group != "infrastructure.cluster.x-k8s.io"
 	switch {
-	case isCAPI && o.GroupVersionKind().Version == "v1beta1":
+	case isCAPI && version == "v1beta1":
 		read(c.v1, "status", "conditions")
 		read(c.v2, "status", "v1beta2", "conditions")
 	case isCAPI:

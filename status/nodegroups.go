@@ -74,8 +74,7 @@ func machinesOf(o Objects, group string) int {
 	n := 0
 	want := generator.SanitizedName(group)
 	for _, m := range o.Machines {
-		l := m.GetLabels()
-		if l["capi.stackhpc.com/node-group"] == want && l["capi.stackhpc.com/component"] == "worker" {
+		if label(m, "capi.stackhpc.com/node-group") == want && label(m, "capi.stackhpc.com/component") == "worker" {
 			n++
 		}
 	}

@@ -3,6 +3,7 @@ package status
 import (
 	"sort"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -51,3 +52,29 @@ func stringAt(o *unstructured.Unstructured, path ...string) string {
 }
 
 func p(path ...string) []string { return path }
+
+// splitAPIVersion splits an object's apiVersion without allocating.
+func splitAPIVersion(o *unstructured.Unstructured) (group, version string) {
+	av, _ := o.Object["apiVersion"].(string)
+	if i := strings.LastIndexByte(av, '/'); i >= 0 {
+		return av[:i], av[i+1:]
+	}
+	return "", av
+}
+
+func kindOf(o *unstructured.Unstructured) string {
+	k, _ := o.Object["kind"].(string)
+	return k
+}
+
+// labelsOf reads an object's labels without copying them.
+func labelsOf(o *unstructured.Unstructured) map[string]any {
+	raw, _, _ := unstructured.NestedFieldNoCopy(o.Object, "metadata", "labels")
+	m, _ := raw.(map[string]any)
+	return m
+}
+
+func label(o *unstructured.Unstructured, key string) string {
+	s, _ := labelsOf(o)[key].(string)
+	return s
+}
