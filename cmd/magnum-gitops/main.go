@@ -35,6 +35,6 @@ the Cluster API management cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRenderCommand(), newApplyCommand(), newDemoCommand())
+	root.AddCommand(newRenderCommand(), newApplyCommand(), newStatusCommand(), newDemoCommand())
 	return root
 }

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/status"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+type statusOptions struct {
+	kubeconfig                                    string
+	objectsFile                                   string
+	magnumFiles                                   []string
+	output                                        string
+	configFile                                    string
+	timeout                                       time.Duration
+	updateTimeout, deleteTimeout, machineDeadline time.Duration
+}
+
+func newStatusCommand() *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [CLUSTER...]",
+		Short: "Show Magnum status and health of clusters from Flux and Cluster API objects",
+		Long: `Judge clusters from the management cluster's objects (the Flux HelmRelease, the CAPI
+Cluster, KubeadmControlPlane, MachineDeployments, Machines, OpenStackCluster and addons)
+and print the Magnum view: status, status_reason, node groups, node counts, api_address,
+coe_version, health_status and health_status_reason.
+
+The Magnum side comes from ClusterEvent documents (--magnum, repeatable) whose cluster
+and node groups carry their current status; without them, every HelmRelease managed by
+magnum-gitops is shown as if its operation were in progress. CLUSTER filters by stack_id,
+name or UUID.
+
+Offline, --objects reads the objects from a multi-document YAML file instead of an API
+server.`,
+		Example: `  magnum-gitops status --kubeconfig mgmt.kubeconfig -o tree
+  magnum-gitops status --objects objects.yaml --magnum event.yaml -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), cmd.OutOrStdout(), args) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "management cluster kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	f.StringVar(&o.objectsFile, "objects", "", "read the objects from this YAML file instead of an API server")
+	f.StringArrayVar(&o.magnumFiles, "magnum", nil, "ClusterEvent document with the cluster's current Magnum status (repeatable)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or tree")
+	f.StringVar(&o.configFile, "config", "", "configuration file (namespace prefix)")
+	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for the API server")
+	f.DurationVar(&o.updateTimeout, "update-timeout", time.Hour, "an update not complete after this is UPDATE_FAILED (create uses the cluster's create_timeout)")
+	f.DurationVar(&o.deleteTimeout, "delete-timeout", time.Hour, "a delete not complete after this is DELETE_FAILED")
+	f.DurationVar(&o.machineDeadline, "machine-failure-deadline", 15*time.Minute, "how long a Machine may report an infrastructure error before the operation fails")
+	return cmd
+}
+
+func (o *statusOptions) run(ctx context.Context, w io.Writer, filter []string) error {
+	if o.output != "table" && o.output != "json" && o.output != "tree" {
+		return fmt.Errorf("--output: unknown format %q (table, json, tree)", o.output)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	file, err := loadConfig(o.configFile)
+	if err != nil {
+		return err
+	}
+	var views []status.View
+	opts := status.DefaultOptions(time.Now())
+	opts.UpdateTimeout, opts.DeleteTimeout, opts.MachineFailureDeadline = o.updateTimeout, o.deleteTimeout, o.machineDeadline
+	for _, f := range o.magnumFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		ev, err := generator.DecodeEvent(data)
+		if err != nil {
+			return fmt.Errorf("%s:\n%w", f, err)
+		}
+		views = append(views, status.ViewFromEvent(ev, file.Magnum.CapiHelm.NamespacePrefix))
+		opts = status.OptionsFor(ev, opts)
+	}
+	var src status.Source
+	if o.objectsFile != "" {
+		fh, err := os.Open(o.objectsFile)
+		if err != nil {
+			return err
+		}
+		objs, err := status.LoadObjects(fh)
+		fh.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.objectsFile, err)
+		}
+		src = status.StaticSource(objs)
+	} else {
+		c, err := o.cache(ctx)
+		if err != nil {
+			return err
+		}
+		src = status.ClientSource{Reader: c}
+	}
+	tctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	snap, snapErr := status.TakeSnapshot(tctx, src)
+	if len(views) == 0 {
+		if snapErr != nil {
+			return snapErr
+		}
+		views = discover(tctx, src)
+	}
+	views = filterViews(views, filter)
+	reports := make([]status.Report, len(views))
+	objects := make([]status.Objects, len(views))
+	for i, v := range views {
+		if snapErr != nil {
+			reports[i] = status.Unreadable(v, snapErr)
+			continue
+		}
+		objects[i] = snap.Objects(v)
+		reports[i] = status.Map(v, objects[i], opts)
+	}
+	switch o.output {
+	case "json":
+		if len(reports) == 1 {
+			return writeJSON(w, reports[0])
+		}
+		return writeJSON(w, reports)
+	case "tree":
+		for i := range reports {
+			printStatusTree(w, views[i], objects[i], reports[i])
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTACK ID\tSTATUS\tHEALTH\tNODES\tVERSION\tREASON")
+	for i, r := range reports {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d+%d\t%s\t%s\n", views[i].Name, r.StackID, r.Status, r.HealthStatus, r.MasterCount, r.NodeCount, r.COEVersion, r.StatusReason)
+	}
+	return tw.Flush()
+}
+
+// cache starts an informer cache on the management cluster.
+func (o *statusOptions) cache(ctx context.Context) (cache.Cache, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	// Only our HelmReleases: the label magnum-gitops puts on them.
+	hr := &unstructured.Unstructured{}
+	hr.SetGroupVersionKind(status.Kinds[0])
+	c, err := cache.New(cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		hr: {Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": "magnum-gitops"})},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	go c.Start(ctx) //nolint:errcheck // stopped with ctx
+	wctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if !c.WaitForCacheSync(wctx) {
+		return nil, fmt.Errorf("management cluster: the cache did not start within %s", o.timeout)
+	}
+	return c, nil
+}
+
+// discover makes a view for every Flux HelmRelease magnum-gitops manages, as if its
+// operation were in progress, so the mapping says where it stands.
+func discover(ctx context.Context, src status.Source) []status.View {
+	hrs, err := src.List(ctx, status.Kinds[0])
+	if err != nil {
+		return nil
+	}
+	var out []status.View
+	for _, hr := range hrs {
+		l := hr.GetLabels()
+		if l["app.kubernetes.io/managed-by"] != "magnum-gitops" {
+			continue
+		}
+		out = append(out, status.View{ClusterUUID: l["magnum.openstack.org/cluster-uuid"], StackID: hr.GetName(),
+			Name: hr.GetAnnotations()["magnum.openstack.org/cluster-name"], Namespace: hr.GetNamespace(), Status: status.UpdateInProgress,
+			NodeGroups: nodeGroupsFromValues(hr)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+out[i].StackID < out[j].Namespace+out[j].StackID })
+	return out
+}
+
+// nodeGroupsFromValues reads the node groups of a HelmRelease's values.
+func nodeGroupsFromValues(hr *unstructured.Unstructured) []status.NodeGroupView {
+	out := []status.NodeGroupView{{Name: "default-master", Role: "master", Status: status.UpdateInProgress, IsDefault: true}}
+	groups, _, _ := unstructured.NestedSlice(hr.Object, "spec", "values", "nodeGroups")
+	for _, g := range groups {
+		m, _ := g.(map[string]any)
+		n, _ := m["machineCount"].(int64)
+		out = append(out, status.NodeGroupView{Name: fmt.Sprint(m["name"]), Role: "worker", Status: status.UpdateInProgress, NodeCount: int(n)})
+	}
+	return out
+}
+
+func filterViews(views []status.View, filter []string) []status.View {
+	if len(filter) == 0 {
+		return views
+	}
+	var out []status.View
+	for _, v := range views {
+		for _, f := range filter {
+			if f == v.StackID || f == v.Name || f == v.ClusterUUID || f == v.Namespace+"/"+v.StackID {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// printStatusTree prints a cluster like clusterctl describe cluster: each object with
+// its state and message.
+func printStatusTree(w io.Writer, v status.View, o status.Objects, r status.Report) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "NAME\tREADY\tREASON\tMESSAGE\n")
+	row := func(prefix, name string, obj *unstructured.Unstructured, readyType string) {
+		if obj == nil {
+			fmt.Fprintf(tw, "%s%s\t-\tNotFound\t\n", prefix, name)
+			return
+		}
+		c := status.ReadConditions(obj)
+		cond := c.V1(readyType)
+		if cond.Status == status.Unknown {
+			cond = c.V2(readyType)
+		}
+		if cond.Status == status.Unknown && readyType == "Ready" {
+			if a := c.V2("Available"); a.Status != status.Unknown {
+				cond = a
+			}
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", prefix, name, cond.Status, cond.Reason, oneLine(cond.Message))
+	}
+	fmt.Fprintf(tw, "Cluster/%s (%s: %s, %s)\t\t\t%s\n", v.StackID, firstNonEmpty(v.Name, v.ClusterUUID), r.Status, r.HealthStatus, r.StatusReason)
+	row("├─ HelmRelease.helm.toolkit.fluxcd.io/", v.StackID, o.HelmRelease, "Ready")
+	row("├─ Cluster/", v.StackID, o.Cluster, "Ready")
+	row("├─ ClusterInfrastructure OpenStackCluster/", v.StackID, o.InfraCluster, "Ready")
+	row("├─ ControlPlane KubeadmControlPlane/", v.StackID+"-control-plane", o.ControlPlane, "Ready")
+	fmt.Fprintf(tw, "├─ Workers\t\t\t\n")
+	for _, md := range o.MachineDeployments {
+		row("│  ├─ MachineDeployment/", md.GetName(), md, "Ready")
+	}
+	for _, m := range o.Machines {
+		row("│  └─ Machine/", m.GetName(), m, "InfrastructureReady")
+	}
+	fmt.Fprintf(tw, "└─ Addons\t\t\t\n")
+	for _, a := range o.Addons {
+		phase, _, _ := unstructured.NestedString(a.Object, "status", "phase")
+		msg, _, _ := unstructured.NestedString(a.Object, "status", "failureMessage")
+		fmt.Fprintf(tw, "   ├─ %s/%s\t%s\t\t%s\n", a.GetKind(), a.GetName(), firstNonEmpty(phase, "Unknown"), oneLine(msg))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
