@@ -8,11 +8,11 @@ import (
 
 // health is the driver's health monitor (driver-reference §5.6) with condition polarity:
 // four reasons, "Ready" or what is wrong, from management-cluster objects only.
-func health(v View, o Objects) (string, map[string]string) {
+func health(v View, o Objects, m memo) (string, map[string]string) {
 	reasons := map[string]string{}
 	if o.Cluster == nil {
 		reasons["cluster"] = "Cluster resource not found."
-	} else if c := ReadConditions(o.Cluster); c.ClusterReady() && len(c.Waiting()) == 0 {
+	} else if c := m.conds(o.Cluster); c.ClusterReady() && len(c.Waiting()) == 0 {
 		reasons["cluster"] = "Ready"
 	} else {
 		reasons["cluster"] = "Waiting on " + pyList(c.Waiting())
@@ -22,14 +22,14 @@ func health(v View, o Objects) (string, map[string]string) {
 		reasons["infrastructure"] = "Infrastructure resource not found."
 	case stringAt(ic, "status", "failureReason") != "":
 		reasons["infrastructure"] = stringAt(ic, "status", "failureReason") + ": " + stringAt(ic, "status", "failureMessage")
-	case stringAt(ic, "status", "ready") != "true" && ReadConditions(ic).V2("Ready").Status != True:
+	case stringAt(ic, "status", "ready") != "true" && m.conds(ic).V2("Ready").Status != True:
 		reasons["infrastructure"] = "Infrastructure not ready."
 	default:
 		reasons["infrastructure"] = "Ready"
 	}
 	if kcp := o.ControlPlane; kcp == nil {
 		reasons["controlplane"] = "Control plane resource not found."
-	} else if w := ReadConditions(kcp).Waiting(); len(w) > 0 {
+	} else if w := m.conds(kcp).Waiting(); len(w) > 0 {
 		reasons["controlplane"] = "Waiting on " + pyList(w)
 	} else {
 		reasons["controlplane"] = "Ready"
@@ -42,7 +42,7 @@ func health(v View, o Objects) (string, map[string]string) {
 		md := find(o.MachineDeployments, generator.ChartComponentName(v.StackID, generator.SanitizedName(ng.Name)))
 		if md == nil {
 			groups = append(groups, ng.Name+" resource not found.")
-		} else if w := ReadConditions(md).Waiting(); len(w) > 0 {
+		} else if w := m.conds(md).Waiting(); len(w) > 0 {
 			groups = append(groups, ng.Name+" waiting on "+pyList(w))
 		}
 	}

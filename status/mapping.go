@@ -16,6 +16,19 @@ func DefaultOptions(now time.Time) Options {
 		ControlPlaneConditions: []string{"MachinesReady", "Ready", "EtcdClusterHealthy", "ControlPlaneComponentsHealthy"}}
 }
 
+// memo keeps each object's parsed conditions for one Map call: several rules read the
+// same object.
+type memo map[*unstructured.Unstructured]Conditions
+
+func (m memo) conds(o *unstructured.Unstructured) Conditions {
+	if c, ok := m[o]; ok {
+		return c
+	}
+	c := ReadConditions(o)
+	m[o] = c
+	return c
+}
+
 // blocker is the first thing standing between an operation and its completion.
 type blocker struct {
 	reason string
@@ -28,6 +41,7 @@ type blocker struct {
 // (Git → Flux → Helm) first, and fails an operation for a real reason or a deadline,
 // never merely for being slow.
 func Map(v View, o Objects, opts Options) Report {
+	m := memo{}
 	r := Report{ClusterUUID: v.ClusterUUID, StackID: v.StackID, Status: v.Status}
 	if o.Cluster != nil {
 		if host := stringAt(o.Cluster, "spec", "controlPlaneEndpoint", "host"); host != "" {
@@ -39,15 +53,15 @@ func Map(v View, o Objects, opts Options) Report {
 		}
 	}
 	r.COEVersion = firstNonEmpty(stringAt(o.ControlPlane, "status", "version"), stringAt(o.ControlPlane, "spec", "version"))
-	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts)
-	r.HealthStatus, r.HealthReason = health(v, o)
+	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, m)
+	r.HealthStatus, r.HealthReason = health(v, o, m)
 
 	prefix, _, _ := strings.Cut(v.Status, "_")
 	switch {
 	case strings.HasPrefix(v.Status, "DELETE_"):
-		r.Status, r.StatusReason, r.SecretsRemovable = deleting(v, o, opts)
+		r.Status, r.StatusReason, r.SecretsRemovable = deleting(v, o, opts, m)
 	case v.Status == CreateInProgress || v.Status == UpdateInProgress:
-		b := progress(v, o, opts)
+		b := progress(v, o, opts, m)
 		switch {
 		case b == nil:
 			r.Status = prefix + "_COMPLETE"
@@ -76,14 +90,14 @@ func deadline(prefix string, opts Options) time.Duration {
 
 // deleting: DELETE_IN_PROGRESS while the CAPI Cluster exists, DELETE_COMPLETE once it is
 // gone (and Flux has dropped the HelmRelease), which is when Secrets may go.
-func deleting(v View, o Objects, opts Options) (string, string, bool) {
+func deleting(v View, o Objects, opts Options, m memo) (string, string, bool) {
 	if v.Status != DeleteInProgress {
 		return v.Status, "", o.Cluster == nil && o.HelmRelease == nil
 	}
 	var reason string
 	switch {
 	case o.Cluster != nil:
-		c := ReadConditions(o.Cluster)
+		c := m.conds(o.Cluster)
 		d := c.V2("Deleting")
 		reason = "Cluster " + v.StackID + " is being deleted"
 		if d.Status == True {
@@ -103,21 +117,21 @@ func deleting(v View, o Objects, opts Options) (string, string, bool) {
 }
 
 // progress returns what blocks a create or update, nil when it is done.
-func progress(v View, o Objects, opts Options) *blocker {
-	if b := gitopsChain(v, o); b != nil {
+func progress(v View, o Objects, opts Options, m memo) *blocker {
+	if b := gitopsChain(v, o, m); b != nil {
 		return b
 	}
 	if o.Cluster == nil {
 		return &blocker{reason: "waiting for Cluster " + v.StackID + " to be created"}
 	}
-	if b := failures(v, o, opts); b != nil {
+	if b := failures(v, o, opts, m); b != nil {
 		return b
 	}
 	// Completion, in the driver's order: the Cluster, then each node group, then addons.
-	if c := ReadConditions(o.Cluster); !c.ClusterReady() {
+	if c := m.conds(o.Cluster); !c.ClusterReady() {
 		return &blocker{reason: clusterBlocker(v.StackID, c)}
 	}
-	if b := controlPlaneDone(v, o, opts); b != nil {
+	if b := controlPlaneDone(v, o, opts, m); b != nil {
 		return b
 	}
 	for _, ng := range v.NodeGroups {
@@ -129,8 +143,8 @@ func progress(v View, o Objects, opts Options) *blocker {
 		if md == nil {
 			return &blocker{reason: "waiting for MachineDeployment " + name}
 		}
-		if !machineDeploymentDone(md) {
-			return &blocker{reason: describe("MachineDeployment", name, ReadConditions(md))}
+		if !machineDeploymentDone(md, m) {
+			return &blocker{reason: describe("MachineDeployment", name, m.conds(md))}
 		}
 	}
 	if o.AddonsUnknown {
@@ -147,7 +161,7 @@ func progress(v View, o Objects, opts Options) *blocker {
 
 // gitopsChain reports what stands between the commit and Helm: Flux not having applied
 // the revision, the HelmRelease not yet reconciled, or Helm failing.
-func gitopsChain(v View, o Objects) *blocker {
+func gitopsChain(v View, o Objects, m memo) *blocker {
 	if k := o.Kustomization; k != nil && v.Revision != "" {
 		applied := stringAt(k, "status", "lastAppliedRevision")
 		if !strings.Contains(applied, v.Revision) {
@@ -160,7 +174,7 @@ func gitopsChain(v View, o Objects) *blocker {
 	}
 	gen := hr.GetGeneration()
 	observed, _ := intAt(hr, p("status", "observedGeneration"))
-	c := ReadConditions(hr)
+	c := m.conds(hr)
 	if stalled := c.V2("Stalled"); stalled.Status == True {
 		return &blocker{failed: true, reason: "HelmRelease " + v.StackID + " stalled: " + helmMessage(stalled)}
 	}
@@ -189,7 +203,7 @@ func helmMessage(c Condition) string {
 }
 
 // failures finds a reason to declare the operation FAILED now.
-func failures(v View, o Objects, opts Options) *blocker {
+func failures(v View, o Objects, opts Options, m memo) *blocker {
 	for _, a := range o.Addons {
 		if stringAt(a, "status", "phase") == "Failed" {
 			return &blocker{failed: true, reason: fmt.Sprintf("addon %s failed: %s", a.GetName(), stringAt(a, "status", "failureMessage"))}
@@ -199,13 +213,13 @@ func failures(v View, o Objects, opts Options) *blocker {
 		if fr := stringAt(ic, "status", "failureReason"); fr != "" {
 			return &blocker{failed: true, reason: fmt.Sprintf("OpenStackCluster %s: %s: %s", ic.GetName(), fr, stringAt(ic, "status", "failureMessage"))}
 		}
-		if ready := ReadConditions(ic).V2("Ready"); ready.Status == False && ready.Severity == "Error" {
+		if ready := m.conds(ic).V2("Ready"); ready.Status == False && ready.Severity == "Error" {
 			return &blocker{failed: true, reason: fmt.Sprintf("OpenStackCluster %s: %s: %s", ic.GetName(), ready.Reason, ready.Message)}
 		}
 	}
 	deadline := opts.MachineFailureDeadline
-	for _, m := range o.Machines {
-		c := ReadConditions(m)
+	for _, machine := range o.Machines {
+		c := m.conds(machine)
 		infra := c.V1("InfrastructureReady")
 		if infra.Status == Unknown {
 			infra = c.V2("InfrastructureReady")
@@ -213,9 +227,9 @@ func failures(v View, o Objects, opts Options) *blocker {
 		if infra.Status != False || infra.Message == "" || !looksLikeError(infra) {
 			continue
 		}
-		age := opts.Now.Sub(m.GetCreationTimestamp().Time)
+		age := opts.Now.Sub(machine.GetCreationTimestamp().Time)
 		if deadline > 0 && age > deadline {
-			return &blocker{failed: true, reason: fmt.Sprintf("Machine %s: InfrastructureReady False: %s", m.GetName(), infra.Message)}
+			return &blocker{failed: true, reason: fmt.Sprintf("Machine %s: InfrastructureReady False: %s", machine.GetName(), infra.Message)}
 		}
 	}
 	return nil
@@ -235,13 +249,13 @@ func looksLikeError(c Condition) bool {
 	return false
 }
 
-func controlPlaneDone(v View, o Objects, opts Options) *blocker {
+func controlPlaneDone(v View, o Objects, opts Options, m memo) *blocker {
 	kcp := o.ControlPlane
 	name := generator.ChartComponentName(v.StackID, "control-plane")
 	if kcp == nil {
 		return &blocker{reason: "waiting for KubeadmControlPlane " + name}
 	}
-	c := ReadConditions(kcp)
+	c := m.conds(kcp)
 	spec, _ := intAt(kcp, p("spec", "replicas"))
 	replicas, _ := intAt(kcp, p("status", "replicas"))
 	upToDate, _ := intAt(kcp, p("status", "upToDateReplicas"), p("status", "v1beta2", "upToDateReplicas"), p("status", "updatedReplicas"))
@@ -264,8 +278,8 @@ func controlPlaneDone(v View, o Objects, opts Options) *blocker {
 
 // machineDeploymentDone: the right number of machines, all up to date and ready, nothing
 // rolling out or scaling.
-func machineDeploymentDone(md *unstructured.Unstructured) bool {
-	c := ReadConditions(md)
+func machineDeploymentDone(md *unstructured.Unstructured, m memo) bool {
+	c := m.conds(md)
 	spec, _ := intAt(md, p("spec", "replicas"))
 	replicas, _ := intAt(md, p("status", "replicas"))
 	upToDate, _ := intAt(md, p("status", "upToDateReplicas"), p("status", "v1beta2", "upToDateReplicas"), p("status", "updatedReplicas"))

@@ -9,7 +9,7 @@ import (
 // nodeGroups applies driver-reference §5.3: each group's objects decide READY, FAILED,
 // PENDING or NOT_PRESENT, and that moves its Magnum status by prefix. Worker counts come
 // from the MachineDeployment's replicas, which the autoscaler sets.
-func nodeGroups(v View, o Objects, opts Options) (out []NodeGroupReport, nodes, masters int) {
+func nodeGroups(v View, o Objects, opts Options, m memo) (out []NodeGroupReport, nodes, masters int) {
 	for _, ng := range v.NodeGroups {
 		rep := NodeGroupReport{Name: ng.Name, Status: ng.Status, NodeCount: ng.NodeCount}
 		var state string
@@ -17,7 +17,7 @@ func nodeGroups(v View, o Objects, opts Options) (out []NodeGroupReport, nodes, 
 			state = "NOT_PRESENT"
 			if kcp := o.ControlPlane; kcp != nil {
 				state = "PENDING"
-				if controlPlaneDone(v, o, opts) == nil {
+				if controlPlaneDone(v, o, opts, m) == nil {
 					state = "READY"
 				}
 				if n, ok := intAt(kcp, p("spec", "replicas")); ok {
@@ -37,7 +37,7 @@ func nodeGroups(v View, o Objects, opts Options) (out []NodeGroupReport, nodes, 
 				switch phase := stringAt(md, "status", "phase"); {
 				case phase == "Failed":
 					state = "FAILED"
-				case machineDeploymentDone(md):
+				case machineDeploymentDone(md, m):
 					state = "READY"
 				default:
 					state = "PENDING"
