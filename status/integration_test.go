@@ -139,7 +139,7 @@ func TestReaderAgainstAPIServer(t *testing.T) {
 	cfg := rest.CopyConfig(env.Config)
 	counter := &countingTransport{}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
-	c, err := cache.New(cfg, cache.Options{})
+	c, err := cache.New(cfg, status.CacheOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,8 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 type statusOptions struct {
@@ -157,12 +155,7 @@ func (o *statusOptions) cache(ctx context.Context) (cache.Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	// Only our HelmReleases: the label magnum-gitops puts on them.
-	hr := &unstructured.Unstructured{}
-	hr.SetGroupVersionKind(status.Kinds[0])
-	c, err := cache.New(cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
-		hr: {Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": "magnum-gitops"})},
-	}})
+	c, err := cache.New(cfg, status.CacheOptions())
 	if err != nil {
 		return nil, err
 	}
