@@ -1,0 +1,196 @@
+package gitrepo_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"golang.org/x/crypto/ssh"
+)
+
+// sshGitServer serves git-upload-pack and git-receive-pack over SSH (x/crypto/ssh),
+// accepting one client key, the way a forge's SSH endpoint does.
+type sshGitServer struct {
+	addr    string
+	hostKey ssh.Signer
+}
+
+func newSSHGitServer(t *testing.T, root string, clientKey ssh.PublicKey) *sshGitServer {
+	t.Helper()
+	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
+	hostKey, err := ssh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+		if string(k.Marshal()) == string(clientKey.Marshal()) {
+			return nil, nil
+		}
+		return nil, errors.New("unknown key")
+	}}
+	cfg.AddHostKey(hostKey)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveSSH(c, cfg, root)
+		}
+	}()
+	return &sshGitServer{addr: ln.Addr().String(), hostKey: hostKey}
+}
+
+func serveSSH(c net.Conn, cfg *ssh.ServerConfig, root string) {
+	_, chans, reqs, err := ssh.NewServerConn(c, cfg)
+	if err != nil {
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			nc.Reject(ssh.UnknownChannelType, "only sessions")
+			continue
+		}
+		ch, requests, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		go func() {
+			defer ch.Close()
+			for req := range requests {
+				if req.Type != "exec" {
+					req.Reply(req.Type == "env", nil)
+					continue
+				}
+				n := binary.BigEndian.Uint32(req.Payload[:4])
+				command := string(req.Payload[4 : 4+n])
+				verb, arg, _ := strings.Cut(command, " ")
+				if verb != "git-upload-pack" && verb != "git-receive-pack" {
+					req.Reply(false, nil)
+					return
+				}
+				req.Reply(true, nil)
+				repo := filepath.Join(root, filepath.Base(strings.Trim(arg, "'\"")))
+				cmd := exec.Command(verb, repo)
+				cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
+				status := uint32(0)
+				if err := cmd.Run(); err != nil {
+					status = 1
+				}
+				ch.SendRequest("exit-status", false, binary.BigEndian.AppendUint32(nil, status))
+				return
+			}
+		}()
+	}
+}
+
+func TestSSHRemote(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	git(t, "", "init", "-q", "--bare", "-b", "main", filepath.Join(root, "r.git"))
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	clientPub, _ := ssh.NewPublicKey(pub)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "id_ed25519")
+	os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600)
+	srv := newSSHGitServer(t, root, clientPub)
+	knownHosts := filepath.Join(dir, "known_hosts")
+	host, port, _ := net.SplitHostPort(srv.addr)
+	line := fmt.Sprintf("[%s]:%s %s", host, port, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(srv.hostKey.PublicKey()))))
+	os.WriteFile(knownHosts, []byte(line+"\n"), 0o600)
+
+	o := testOptions(fmt.Sprintf("ssh://git@%s/r.git", srv.addr))
+	o.Auth = gitrepo.Auth{SSHKeyFile: keyFile, KnownHostsFile: knownHosts}
+	r := open(t, o)
+	if _, err := r.Apply(context.Background(), change("over ssh", map[string]string{"a/b.yaml": "ssh: true\n"})); err != nil {
+		t.Fatal(err)
+	}
+	checkRepo(t, filepath.Join(root, "r.git"))
+	if got, ok := fileAt(t, filepath.Join(root, "r.git"), "main", "a/b.yaml"); !ok || string(got) != "ssh: true\n" {
+		t.Errorf("content = %q", got)
+	}
+
+	// A host key that is not the known one is refused: no trust on first use.
+	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
+	other, _ := ssh.NewSignerFromKey(otherPriv)
+	bad := filepath.Join(dir, "known_hosts_wrong")
+	os.WriteFile(bad, []byte(fmt.Sprintf("[%s]:%s %s\n", host, port, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(other.PublicKey()))))), 0o600)
+	o.Auth.KnownHostsFile = bad
+	if _, err := gitrepo.Open(context.Background(), o); err == nil || !strings.Contains(err.Error(), "key") {
+		t.Errorf("a wrong host key was accepted: %v", err)
+	}
+	// A key the server does not know is refused.
+	_, strangerPriv, _ := ed25519.GenerateKey(rand.Reader)
+	sb, _ := ssh.MarshalPrivateKey(strangerPriv, "")
+	stranger := filepath.Join(dir, "stranger")
+	os.WriteFile(stranger, pem.EncodeToMemory(sb), 0o600)
+	o.Auth = gitrepo.Auth{SSHKeyFile: stranger, KnownHostsFile: knownHosts}
+	if _, err := gitrepo.Open(context.Background(), o); err == nil {
+		t.Error("an unknown client key was accepted")
+	}
+}
+
+// TestCacheDirAndBatch: a clone kept on disk is reused by the next Open, and a batch of
+// changes becomes one commit whose message lists each, later changes winning.
+func TestCacheDirAndBatch(t *testing.T) {
+	t.Parallel()
+	s := newGitServer(t)
+	url := s.newRepo("cached", true)
+	o := testOptions(url)
+	o.CacheDir = t.TempDir()
+	r := open(t, o)
+	if _, err := r.Apply(context.Background(), change("first", map[string]string{"x": "1"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(o.CacheDir, "objects")); err != nil {
+		t.Fatalf("no bare clone in the cache dir: %v", err)
+	}
+	r2 := open(t, o) // reuses and fetches the cached clone
+	a := change("magnum: create cluster a", map[string]string{"c/a.yaml": "a", "shared.yaml": "from a"})
+	a.Trailers = []gitrepo.Trailer{{Key: "Magnum-Event-ID", Value: "e1"}}
+	b := change("magnum: create cluster b", map[string]string{"c/b.yaml": "b", "shared.yaml": "from b"})
+	b.Trailers = []gitrepo.Trailer{{Key: "Magnum-Event-ID", Value: "e2"}}
+	res, err := r2.Apply(context.Background(), a, b)
+	if err != nil || res.NoOp {
+		t.Fatalf("%+v %v", res, err)
+	}
+	clone := checkRepo(t, s.dir("cached"))
+	if n := strings.Count(git(t, clone, "log", "--format=%H"), "\n"); n != 3 {
+		t.Errorf("%d commits, want seed + first + one batch", n)
+	}
+	msg := git(t, clone, "log", "-1", "--format=%B")
+	for _, want := range []string{"magnum: create cluster a (and 1 more)", "* magnum: create cluster b", "Magnum-Event-ID: e1", "Magnum-Event-ID: e2"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("batch message lacks %q:\n%s", want, msg)
+		}
+	}
+	if got, _ := fileAt(t, s.dir("cached"), "main", "shared.yaml"); string(got) != "from b" {
+		t.Errorf("shared.yaml = %q, want the later change's", got)
+	}
+	bad := b
+	bad.Branch = "review/x"
+	if _, err := r2.Apply(context.Background(), a, bad); !errors.Is(err, gitrepo.ErrInvalidChange) {
+		t.Errorf("a batch across branches: %v", err)
+	}
+}
