@@ -2,6 +2,7 @@ package generator
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"strings"
 
@@ -64,7 +65,7 @@ func (r *render) application(ns string, values map[string]any) *unstructured.Uns
 			"source": map[string]any{
 				"repoURL":        repoURL,
 				"chart":          chart,
-				"targetRevision": firstNonEmpty(r.chart.Version, "*"),
+				"targetRevision": cmp.Or(r.chart.Version, "*"),
 				"helm": map[string]any{
 					"releaseName":  r.release,
 					"valuesObject": jsonValue(values),

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"cmp"
 	"encoding/pem"
 	"fmt"
 
@@ -123,7 +124,7 @@ func (r *render) cloudCredentials(ns string, m *SecretMaterial) *corev1.Secret {
 	if authURL == "" {
 		r.p.add("resolved.keystone_public_url", "required to write clouds.yaml (the public identity endpoint)")
 	}
-	region := firstNonEmpty(r.ev.Resolved.RegionName, r.cfg.Magnum.CinderClient.RegionName)
+	region := cmp.Or(r.ev.Resolved.RegionName, r.cfg.Magnum.CinderClient.RegionName)
 	if region == "" {
 		r.p.add("resolved.region_name", "required to write clouds.yaml (or set magnum.cinder_client.region_name)")
 	}

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"regexp"
@@ -59,7 +60,7 @@ func (r *render) values(groups []group) map[string]any {
 	v := map[string]any{
 		"kubernetesVersion":          r.kubernetesVersion(),
 		"machineImageId":             r.imageID(),
-		"machineSSHKeyName":          nullIfEmpty(firstNonEmpty(ev.Cluster.Keypair, ev.ClusterTemplate.KeypairID)),
+		"machineSSHKeyName":          nullIfEmpty(cmp.Or(ev.Cluster.Keypair, ev.ClusterTemplate.KeypairID)),
 		"cloudCredentialsSecretName": ResourceName(r.release, "cloud-credentials"),
 		"etcd":                       r.etcd(),
 		"apiServer": map[string]any{
@@ -72,9 +73,9 @@ func (r *render) values(groups []group) map[string]any {
 			"externalNetworkId": r.externalNetwork(),
 			"internalNetwork": map[string]any{
 				"networkFilter": r.idFilter("cluster.fixed_network",
-					firstNonEmpty(ev.Cluster.FixedNetwork, ev.ClusterTemplate.FixedNetwork), ev.Resolved.Networks, "resolved.networks"),
+					cmp.Or(ev.Cluster.FixedNetwork, ev.ClusterTemplate.FixedNetwork), ev.Resolved.Networks, "resolved.networks"),
 				"subnetFilter": r.idFilter("cluster.fixed_subnet",
-					firstNonEmpty(ev.Cluster.FixedSubnet, ev.ClusterTemplate.FixedSubnet), ev.Resolved.Subnets, "resolved.subnets"),
+					cmp.Or(ev.Cluster.FixedSubnet, ev.ClusterTemplate.FixedSubnet), ev.Resolved.Subnets, "resolved.subnets"),
 				"nodeCidr": r.cidrLabel("fixed_subnet_cidr", lc.FixedSubnetCIDR),
 			},
 		},
@@ -162,7 +163,7 @@ func (r *render) imageName() string {
 	if r.ev.Resolved.Image != nil && r.ev.Resolved.Image.ID != "" {
 		return r.ev.Resolved.Image.ID
 	}
-	return firstNonEmpty(r.ev.ClusterTemplate.ImageID, "(unknown)")
+	return cmp.Or(r.ev.ClusterTemplate.ImageID, "(unknown)")
 }
 
 func (r *render) osDistro() any {
@@ -341,7 +342,7 @@ func (r *render) keystoneAuth(v map[string]any) {
 	if !r.labels.boolean("keystone_auth_enabled", r.lc.KeystoneAuthEnabled) {
 		return
 	}
-	authURL := firstNonEmpty(r.ev.Context.AuthURL, r.ev.Resolved.KeystonePublicURL)
+	authURL := cmp.Or(r.ev.Context.AuthURL, r.ev.Resolved.KeystonePublicURL)
 	if authURL == "" {
 		r.p.add("context.auth_url", "required when keystone_auth_enabled is true")
 	}
@@ -423,13 +424,4 @@ func nullIfEmpty(s string) any {
 		return nil
 	}
 	return s
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

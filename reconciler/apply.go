@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,7 +74,7 @@ func (c *Committer) Apply(ctx context.Context, ev *generator.ClusterEvent) (*git
 			return nil, res, fmt.Errorf("review branch template: %w", err)
 		}
 		var b bytes.Buffer
-		eid := firstNonEmpty(res.EventID, string(res.Operation))
+		eid := cmp.Or(res.EventID, string(res.Operation))
 		if err := t.Execute(&b, branchVars{StackID: res.ReleaseName, EventID: eid, ClusterUUID: res.ClusterUUID, Operation: string(res.Operation)}); err != nil {
 			return nil, res, fmt.Errorf("review branch template: %w", err)
 		}

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -71,7 +72,7 @@ func summary(res *generator.Result, fs *generator.FileSet, old map[string]any) [
 		}
 	}
 	line("Kubernetes", get(old, "kubernetesVersion"), v["kubernetesVersion"])
-	lines = append(lines, "chart: "+res.Chart.Name+" "+firstNonEmpty(res.Chart.Version, "(newest)"))
+	lines = append(lines, "chart: "+res.Chart.Name+" "+cmp.Or(res.Chart.Version, "(newest)"))
 	line("image", get(old, "machineImageId"), v["machineImageId"])
 	cp := func(m map[string]any) any {
 		if m == nil {
@@ -146,13 +147,4 @@ func get(v map[string]any, path string) any {
 		cur = m[k]
 	}
 	return cur
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

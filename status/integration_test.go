@@ -217,11 +217,7 @@ func realObjects(t *testing.T, namespace string) []*unstructured.Unstructured {
 	if res.Namespace != namespace {
 		t.Fatalf("namespace %s, want %s", res.Namespace, namespace)
 	}
-	path, err := chartrender.FindChart("0.27.0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := chartrender.Load(path)
+	ch, err := chartrender.LoadVersion("0.27.0")
 	if err != nil {
 		t.Fatal(err)
 	}

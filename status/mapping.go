@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -52,7 +53,7 @@ func Map(v View, o Objects, opts Options) Report {
 			r.APIAddress = fmt.Sprintf("https://%s:%d", host, port)
 		}
 	}
-	r.COEVersion = firstNonEmpty(stringAt(o.ControlPlane, "status", "version"), stringAt(o.ControlPlane, "spec", "version"))
+	r.COEVersion = cmp.Or(stringAt(o.ControlPlane, "status", "version"), stringAt(o.ControlPlane, "spec", "version"))
 	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, m)
 	r.HealthStatus, r.HealthReason = health(v, o, m)
 
@@ -101,7 +102,7 @@ func deleting(v View, o Objects, opts Options, m memo) (string, string, bool) {
 		d := c.V2("Deleting")
 		reason = "Cluster " + v.StackID + " is being deleted"
 		if d.Status == True {
-			reason = "Cluster " + v.StackID + ": " + firstNonEmpty(d.Message, d.Reason)
+			reason = "Cluster " + v.StackID + ": " + cmp.Or(d.Message, d.Reason)
 		} else if o.Cluster.GetDeletionTimestamp() == nil {
 			reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
 		}
@@ -153,7 +154,7 @@ func progress(v View, o Objects, opts Options, m memo) *blocker {
 	for _, a := range o.Addons {
 		phase := stringAt(a, "status", "phase")
 		if phase != "Deployed" {
-			return &blocker{reason: fmt.Sprintf("addon %s: %s", a.GetName(), firstNonEmpty(phase, "Unknown (no phase yet)"))}
+			return &blocker{reason: fmt.Sprintf("addon %s: %s", a.GetName(), cmp.Or(phase, "Unknown (no phase yet)"))}
 		}
 	}
 	return nil
@@ -165,7 +166,7 @@ func gitopsChain(v View, o Objects, m memo) *blocker {
 	if k := o.Kustomization; k != nil && v.Revision != "" {
 		applied := stringAt(k, "status", "lastAppliedRevision")
 		if !strings.Contains(applied, v.Revision) {
-			return &blocker{reason: fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), firstNonEmpty(short(applied), "none"))}
+			return &blocker{reason: fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none"))}
 		}
 	}
 	hr := o.HelmRelease
@@ -188,7 +189,7 @@ func gitopsChain(v View, o Objects, m memo) *blocker {
 	case False:
 		return &blocker{reason: "HelmRelease " + v.StackID + ": " + helmMessage(ready)}
 	}
-	return &blocker{reason: "HelmRelease " + v.StackID + ": " + firstNonEmpty(ready.Message, "Helm release in progress")}
+	return &blocker{reason: "HelmRelease " + v.StackID + ": " + cmp.Or(ready.Message, "Helm release in progress")}
 }
 
 // helmMessage phrases a Flux condition: "Helm upgrade failed: <message>".
@@ -361,13 +362,4 @@ func short(rev string) string {
 		return rev[:12]
 	}
 	return rev
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -239,7 +240,7 @@ func printStatusTree(w io.Writer, v status.View, o status.Objects, r status.Repo
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", prefix, name, cond.Status, cond.Reason, oneLine(cond.Message))
 	}
-	fmt.Fprintf(tw, "Cluster/%s (%s: %s, %s)\t\t\t%s\n", v.StackID, firstNonEmpty(v.Name, v.ClusterUUID), r.Status, r.HealthStatus, r.StatusReason)
+	fmt.Fprintf(tw, "Cluster/%s (%s: %s, %s)\t\t\t%s\n", v.StackID, cmp.Or(v.Name, v.ClusterUUID), r.Status, r.HealthStatus, r.StatusReason)
 	row("├─ HelmRelease.helm.toolkit.fluxcd.io/", v.StackID, o.HelmRelease, "Ready")
 	row("├─ Cluster/", v.StackID, o.Cluster, "Ready")
 	row("├─ ClusterInfrastructure OpenStackCluster/", v.StackID, o.InfraCluster, "Ready")
@@ -255,7 +256,7 @@ func printStatusTree(w io.Writer, v status.View, o status.Objects, r status.Repo
 	for _, a := range o.Addons {
 		phase, _, _ := unstructured.NestedString(a.Object, "status", "phase")
 		msg, _, _ := unstructured.NestedString(a.Object, "status", "failureMessage")
-		fmt.Fprintf(tw, "   ├─ %s/%s\t%s\t\t%s\n", a.GetKind(), a.GetName(), firstNonEmpty(phase, "Unknown"), oneLine(msg))
+		fmt.Fprintf(tw, "   ├─ %s/%s\t%s\t\t%s\n", a.GetKind(), a.GetName(), cmp.Or(phase, "Unknown"), oneLine(msg))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -267,13 +268,4 @@ func oneLine(s string) string {
 		s = s[:i] + " …"
 	}
 	return s
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
@@ -23,21 +22,10 @@ func TestArgoApplicationsAccepted(t *testing.T) {
 	if err := env.EnsureNamespace(ctx, cfg.Argo.Namespace); err != nil {
 		t.Fatal(err)
 	}
-	names, _ := fixtures.EventNames()
+	results := renderFixtures(t, &cfg)
 	apps := 0
-	for _, n := range names {
-		data, _ := fixtures.Events.ReadFile("events/" + n)
-		ev, err := generator.DecodeEvent(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Operation == generator.DeleteCluster {
-			continue
-		}
-		res, err := generator.Render(ev, &cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, n := range sortedKeys(results) {
+		res := results[n]
 		fs, err := res.Files(&cfg, generator.FileOptions{Secrets: generator.PlaintextSecrets})
 		if err != nil {
 			t.Fatal(err)

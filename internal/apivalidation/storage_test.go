@@ -17,12 +17,8 @@ import (
 func TestV1beta1ObjectsKeepTheirFields(t *testing.T) {
 	testenv.Require(t, env)
 	ctx := context.Background()
-	res := renderFixtures(t)["12-autoscaling-default-worker.yaml"]
-	p, err := chartrender.FindChart("0.27.0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := chartrender.Load(p)
+	res := renderFixtures(t, nil)["12-autoscaling-default-worker.yaml"]
+	ch, err := chartrender.LoadVersion("0.27.0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,18 @@ import (
 
 const fieldManager = "magnum-gitops"
 
-// renderFixtures renders every fixture event (deletes excluded) with plaintext Secrets.
-func renderFixtures(t *testing.T) map[string]*generator.Result {
+// renderFixtures renders every fixture event (deletes excluded) with cfg, or the
+// default configuration when cfg is nil.
+func renderFixtures(t *testing.T, cfg *generator.Config) map[string]*generator.Result {
 	t.Helper()
 	names, err := fixtures.EventNames()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := generator.DefaultConfig()
+	if cfg == nil {
+		def := generator.DefaultConfig()
+		cfg = &def
+	}
 	out := map[string]*generator.Result{}
 	for _, n := range names {
 		data, _ := fixtures.Events.ReadFile("events/" + n)
@@ -39,7 +43,7 @@ func renderFixtures(t *testing.T) map[string]*generator.Result {
 		if ev.Operation == generator.DeleteCluster {
 			continue
 		}
-		res, err := generator.Render(ev, &cfg)
+		res, err := generator.Render(ev, cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", n, err)
 		}
@@ -63,7 +67,7 @@ func TestFluxManifestsAccepted(t *testing.T) {
 	if err := env.EnsureNamespace(ctx, cfg.Flux.SourceNamespace); err != nil {
 		t.Fatal(err)
 	}
-	results := renderFixtures(t)
+	results := renderFixtures(t, nil)
 	names := sortedKeys(results)
 	applied := 0
 	for _, n := range names {
@@ -104,16 +108,12 @@ func TestFluxManifestsAccepted(t *testing.T) {
 // autoscaler... none may be rejected.
 func TestChartObjectsAccepted(t *testing.T) {
 	testenv.Require(t, env)
-	chartPath, err := chartrender.FindChart("0.27.0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := chartrender.Load(chartPath)
+	ch, err := chartrender.LoadVersion("0.27.0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	results := renderFixtures(t)
+	results := renderFixtures(t, nil)
 	kinds := map[string]int{}
 	for _, n := range sortedKeys(results) {
 		res := results[n]
@@ -149,7 +149,7 @@ func TestChartObjectsAccepted(t *testing.T) {
 func TestMalformedRejected(t *testing.T) {
 	testenv.Require(t, env)
 	ctx := context.Background()
-	res := renderFixtures(t)["01-prod-a-create.yaml"]
+	res := renderFixtures(t, nil)["01-prod-a-create.yaml"]
 	cfg := generator.DefaultConfig()
 	fs, err := res.Files(&cfg, generator.FileOptions{})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -54,6 +55,30 @@ func FindChart(version string) (string, error) {
 
 // Load loads a chart package.
 func Load(path string) (*chart.Chart, error) { return loader.Load(path) }
+
+var (
+	loadedMu sync.Mutex
+	loaded   = map[string]*chart.Chart{}
+)
+
+// LoadVersion finds and loads openstack-cluster-<version>.tgz once per process.
+func LoadVersion(version string) (*chart.Chart, error) {
+	loadedMu.Lock()
+	defer loadedMu.Unlock()
+	if ch, ok := loaded[version]; ok {
+		return ch, nil
+	}
+	p, err := FindChart(version)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := Load(p)
+	if err != nil {
+		return nil, err
+	}
+	loaded[version] = ch
+	return ch, nil
+}
 
 // Render renders the chart with the given values as a client-only dry-run install, the
 // same code path helm template uses. Values are round-tripped through JSON first, as
