@@ -29,6 +29,20 @@ func loadConfig(path string) (*fileConfig, error) {
 		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
 			return nil, &generator.FieldError{Field: "config " + path, Message: cleanYAMLError(err)}
 		}
+		if cfg.MagnumConf != "" {
+			// Defaults, then magnum.conf, then this file's own magnum section.
+			ini, err := os.ReadFile(cfg.MagnumConf)
+			if err != nil {
+				return nil, fmt.Errorf("magnum_conf: %w", err)
+			}
+			cfg = fileConfig{Config: generator.DefaultConfig()}
+			if err := generator.ParseMagnumConf(ini, &cfg.Magnum); err != nil {
+				return nil, err
+			}
+			if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+				return nil, &generator.FieldError{Field: "config " + path, Message: cleanYAMLError(err)}
+			}
+		}
 	}
 	if err := cfg.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s:\n%w", path, err)

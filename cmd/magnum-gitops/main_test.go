@@ -148,6 +148,14 @@ func TestConfig(t *testing.T) {
 		!strings.Contains(err.Error(), "namespace_prefx") {
 		t.Errorf("misspelt option: %v", err)
 	}
+	conf := filepath.Join(t.TempDir(), "magnum.conf")
+	os.WriteFile(conf, []byte("[capi_helm]\nnamespace_prefix = mgmt\ndefault_helm_chart_version = 0.24.1\n[cinder_client]\nregion_name = R9\n"), 0o644)
+	withConf := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(withConf, []byte("magnum_conf: "+conf+"\nmagnum:\n  capi_helm:\n    default_helm_chart_version: 0.27.0\n"), 0o644)
+	if c, err := loadConfig(withConf); err != nil || c.Magnum.CapiHelm.NamespacePrefix != "mgmt" ||
+		c.Magnum.CapiHelm.DefaultHelmChartVersion != "0.27.0" || c.Magnum.CinderClient.RegionName != "R9" {
+		t.Errorf("magnum_conf then YAML: %+v %v", c.Magnum.CapiHelm, err)
+	}
 	os.WriteFile(bad, []byte("flux:\n  interval: soon\n"), 0o644)
 	if _, err := loadConfig(bad); err == nil || !strings.Contains(err.Error(), "invalid duration") {
 		t.Errorf("bad duration: %v", err)
