@@ -57,10 +57,10 @@ func TestParseMagnumConf(t *testing.T) {
 		"namespace_prefix": m.CapiHelm.NamespacePrefix, "default_helm_chart_version": m.CapiHelm.DefaultHelmChartVersion,
 		"minimum_flavor_vcpus": m.CapiHelm.MinimumFlavorVCPUs, "csi_cinder_default_volume_type": *m.CapiHelm.CSICinderDefaultVolumeType,
 		"csi_cinder_allowed_topologies": strings.Join(m.CapiHelm.CSICinderAllowedTopologies, "|"),
-		"auto_scaling_enabled": l.AutoScalingEnabled, "max_node_count": *l.MaxNodeCount, "boot_volume_size is None": l.BootVolumeSize == nil,
+		"auto_scaling_enabled":          l.AutoScalingEnabled, "max_node_count": *l.MaxNodeCount, "boot_volume_size is None": l.BootVolumeSize == nil,
 		"octavia_provider": l.OctaviaProvider, "csi_cinder_fstype (deprecated alias)": l.CSICinderFSType,
 		"csi_cinder_reclaim_policy (new section wins)": l.CSICinderReclaimPolicy,
-		"default_boot_volume_size": m.Cinder.DefaultBootVolumeSize, "region_name": m.CinderClient.RegionName,
+		"default_boot_volume_size":                     m.Cinder.DefaultBootVolumeSize, "region_name": m.CinderClient.RegionName,
 		"verify_ca": m.Drivers.VerifyCA, "openstack_ca_file": m.Drivers.OpenstackCAFile,
 		"unset options keep their defaults": l.CSICinderAvailabilityZone,
 	} {
