@@ -97,11 +97,12 @@ func (r *Repo) Apply(ctx context.Context, changes ...Change) (*Result, error) {
 		if err != nil {
 			return res, err
 		}
-		remoteHead, _ := r.head(branch)
-		if tree == baseTree && (!review || remoteHead == base) {
+		if tree == baseTree {
+			// Nothing to change (or, in review mode, nothing to review): no commit, no push.
 			res.NoOp = true
 			return res, nil
 		}
+		remoteHead, _ := r.head(branch)
 		commit, err := r.commit(b, tree, base, c.message())
 		if err != nil {
 			return res, err

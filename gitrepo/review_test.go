@@ -119,6 +119,17 @@ func TestReviewBranchAndPullRequest(t *testing.T) {
 	checkRepo(t, s.dir("review"))
 	onlyFastForwards(t, s.dir("review"), c.Branch)
 
+	// A change that main already holds has nothing to review: no branch, no pull request.
+	same := change("magnum: nothing new", map[string]string{"README.md": "# clusters\n"})
+	same.Branch = "magnum/prod-a-2b7x/evt-03"
+	res, err = r.Apply(context.Background(), same)
+	if err != nil || !res.NoOp || res.PullRequestURL != "" {
+		t.Errorf("review of an unchanged file: %+v %v", res, err)
+	}
+	if out := git(t, s.dir("review"), "branch", "--list", "magnum/prod-a-2b7x/evt-03"); out != "" {
+		t.Errorf("a branch was created for nothing: %q", out)
+	}
+
 	bad := &gitrepo.Gitea{BaseURL: api.URL, Owner: "cloud", Repo: "clusters", Token: "wrong"}
 	if _, err := bad.OpenPullRequest(context.Background(), gitrepo.PullRequest{Head: "h", Base: "main", Title: "t"}); err == nil ||
 		!strings.Contains(err.Error(), "401") {
