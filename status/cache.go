@@ -27,6 +27,8 @@ func CacheOptions() cache.Options {
 		switch {
 		case gvk.Group == fluxHelmGroup:
 			by[u] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": "magnum-gitops"})}
+		case gvk.Group == fluxKustomizeGroup:
+			continue // few, and named by configuration
 		case gvk.Kind == "Machine":
 			by[u] = cache.ByObject{Label: has(labelCAPICluster)}
 		default:

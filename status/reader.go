@@ -22,7 +22,12 @@ var Kinds = []schema.GroupVersionKind{
 	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "OpenStackCluster"},
 	{Group: addonsGroup, Version: "v1alpha1", Kind: "HelmRelease"},
 	{Group: addonsGroup, Version: "v1alpha1", Kind: "Manifests"},
+	{Group: fluxKustomizeGroup, Version: "v1", Kind: "Kustomization"},
 }
+
+// DefaultKustomization is the Flux Kustomization that applies the repository, as in
+// deploy/flux/kustomization.yaml.
+const DefaultKustomization = "flux-system/magnum-clusters"
 
 // Source lists every object of a kind. A controller-runtime cache answers from its
 // informers, so a sweep costs one LIST and one WATCH per kind, however many clusters.
@@ -63,17 +68,23 @@ func (s StaticSource) List(_ context.Context, gvk schema.GroupVersionKind) ([]*u
 
 // Snapshot indexes one listing of every kind by cluster.
 type Snapshot struct {
-	byCluster     map[string][]*unstructured.Unstructured // namespace/R → its objects
-	addonsUnknown bool
+	byCluster      map[string][]*unstructured.Unstructured // namespace/R → its objects
+	kustomizations map[string]*unstructured.Unstructured   // namespace/name
+	addonsUnknown  bool
+	// Kustomization names (namespace/name) the Flux Kustomization whose applied revision is
+	// compared with a view's Revision; DefaultKustomization unless set.
+	Kustomization string
 }
 
 // TakeSnapshot lists every kind once. A kind whose CRD is absent contributes nothing
 // (addons then count as Unknown); any other error fails the snapshot.
 func TakeSnapshot(ctx context.Context, src Source) (*Snapshot, error) {
-	s := &Snapshot{byCluster: map[string][]*unstructured.Unstructured{}}
+	s := &Snapshot{byCluster: map[string][]*unstructured.Unstructured{},
+		kustomizations: map[string]*unstructured.Unstructured{}, Kustomization: DefaultKustomization}
 	for _, gvk := range Kinds {
 		objs, err := src.List(ctx, gvk)
 		if meta.IsNoMatchError(err) {
+			// An absent CRD: that state is Unknown, not an error.
 			if gvk.Group == addonsGroup {
 				s.addonsUnknown = true
 			}
@@ -83,6 +94,10 @@ func TakeSnapshot(ctx context.Context, src Source) (*Snapshot, error) {
 			return nil, fmt.Errorf("listing %s: %w", gvk.GroupKind(), err)
 		}
 		for _, o := range objs {
+			if gvk.Group == fluxKustomizeGroup {
+				s.kustomizations[o.GetNamespace()+"/"+o.GetName()] = o
+				continue
+			}
 			key := o.GetNamespace() + "/" + clusterOf(o)
 			s.byCluster[key] = append(s.byCluster[key], o)
 		}
@@ -107,6 +122,7 @@ func clusterOf(o *unstructured.Unstructured) string {
 func (s *Snapshot) Objects(v View) Objects {
 	o := Classify(s.byCluster[v.Namespace+"/"+v.StackID], v.StackID, v.Namespace)
 	o.AddonsUnknown = s.addonsUnknown
+	o.Kustomization = s.kustomizations[s.Kustomization]
 	return o
 }
 

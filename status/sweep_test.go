@@ -102,3 +102,24 @@ func BenchmarkSweep(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(objs))/float64(n), "objects/cluster")
 }
+
+// TestSweepWaitsForFluxRevision: the Kustomization named by the snapshot decides whether
+// the operation's commit is applied yet.
+func TestSweepWaitsForFluxRevision(t *testing.T) {
+	t.Parallel()
+	sf := loadStates(t)["02-flux-revision-not-applied.yaml"]
+	v, _, opts := sf.inputs(t)
+	objs, err := status.LoadObjects(bytes.NewReader(sf.Objects))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := status.Sweep(context.Background(), status.StaticSource(objs), []status.View{v}, opts)[0]
+	if r.Status != status.UpdateInProgress || !strings.Contains(r.StatusReason, "waiting for Flux to apply revision 89abcdef0123") {
+		t.Errorf("report = %+v", r)
+	}
+	v.Revision = "0123456789abcdef0123456789abcdef01234567" // the applied one
+	r = status.Sweep(context.Background(), status.StaticSource(objs), []status.View{v}, opts)[0]
+	if r.Status != status.UpdateComplete {
+		t.Errorf("with the applied revision: %+v", r)
+	}
+}

@@ -27,6 +27,7 @@ type statusOptions struct {
 	configFile                                    string
 	timeout                                       time.Duration
 	updateTimeout, deleteTimeout, machineDeadline time.Duration
+	revision, kustomization                       string
 }
 
 func newStatusCommand() *cobra.Command {
@@ -57,6 +58,8 @@ server.`,
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or tree")
 	f.StringVar(&o.configFile, "config", "", "configuration file (namespace prefix)")
 	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for the API server")
+	f.StringVar(&o.revision, "revision", "", "Git commit of the operation: until Flux has applied it, the cluster is waiting for Flux")
+	f.StringVar(&o.kustomization, "kustomization", status.DefaultKustomization, "namespace/name of the Flux Kustomization that applies the repository")
 	f.DurationVar(&o.updateTimeout, "update-timeout", time.Hour, "an update not complete after this is UPDATE_FAILED (create uses the cluster's create_timeout)")
 	f.DurationVar(&o.deleteTimeout, "delete-timeout", time.Hour, "a delete not complete after this is DELETE_FAILED")
 	f.DurationVar(&o.machineDeadline, "machine-failure-deadline", 15*time.Minute, "how long a Machine may report an infrastructure error before the operation fails")
@@ -111,6 +114,9 @@ func (o *statusOptions) run(ctx context.Context, w io.Writer, filter []string) e
 	tctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	snap, snapErr := status.TakeSnapshot(tctx, src)
+	if snap != nil {
+		snap.Kustomization = o.kustomization
+	}
 	if len(views) == 0 {
 		if snapErr != nil {
 			return snapErr
@@ -118,6 +124,9 @@ func (o *statusOptions) run(ctx context.Context, w io.Writer, filter []string) e
 		views = discover(tctx, src)
 	}
 	views = filterViews(views, filter)
+	for i := range views {
+		views[i].Revision = o.revision
+	}
 	reports := make([]status.Report, len(views))
 	objects := make([]status.Objects, len(views))
 	for i, v := range views {
