@@ -66,23 +66,16 @@ func (r *Repo) Apply(ctx context.Context, changes ...Change) (*Result, error) {
 			if err := r.wait(ctx, res.Attempts); err != nil {
 				return res, err
 			}
-			if err := r.fetch(ctx, r.opts.Branch, true); err != nil && permanent(err) {
-				return res, err
-			} else if err != nil {
+			next, err := r.refresh(ctx, branch, review)
+			if err != nil {
+				if permanent(err) {
+					return res, err
+				}
 				lastErr = err
 				res.Attempts++
 				continue
 			}
-			if review {
-				if err := r.fetch(ctx, branch, false); err != nil {
-					lastErr = err
-					res.Attempts++
-					continue
-				}
-			}
-			if base, err = r.base(branch, review); err != nil {
-				return res, err
-			}
+			base = next
 			if err := r.checkConflicts(branch, first, base, c.Files); err != nil {
 				return res, err
 			}
@@ -129,6 +122,19 @@ func (r *Repo) Apply(ctx context.Context, changes ...Change) (*Result, error) {
 		lastErr = err
 	}
 	return res, fmt.Errorf("%w (%d attempts): %v", ErrTooManyAttempts, res.Attempts, lastErr)
+}
+
+// refresh fetches the branches a change depends on and returns its new base.
+func (r *Repo) refresh(ctx context.Context, branch string, review bool) (plumbing.Hash, error) {
+	if err := r.fetch(ctx, r.opts.Branch, true); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if review {
+		if err := r.fetch(ctx, branch, false); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	return r.base(branch, review)
 }
 
 // base is the commit a change is built on: the branch head, or for a new review branch

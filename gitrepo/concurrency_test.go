@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
@@ -21,7 +22,7 @@ const changesPerWriter = 50
 // just pushed is the fastest to push again, so a loser may wait for several of its turns.
 func contendedOptions(url string) gitrepo.Options {
 	o := testOptions(url)
-	o.MaxAttempts = 400
+	o.MaxAttempts = 1000
 	o.Backoff, o.MaxBackoff = 20*time.Millisecond, 800*time.Millisecond
 	return o
 }
@@ -33,6 +34,9 @@ func writeClusters(ctx context.Context, url, writer string) error {
 		return err
 	}
 	for i := 0; i < changesPerWriter; i++ {
+		// Events arrive apart, not back to back: a short random gap also keeps the writer
+		// that just pushed from winning every round.
+		time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
 		dir := fmt.Sprintf("clusters/%s/c%02d", writer, i)
 		c := change(fmt.Sprintf("%s: cluster %d", writer, i), map[string]string{
 			dir + "/helmrelease.yaml":   fmt.Sprintf("writer: %s\nn: %d\n", writer, i),
@@ -51,7 +55,7 @@ func TestHelperWriterProcess(t *testing.T) {
 	if url == "" {
 		t.Skip("helper process for TestConcurrentWriters")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	if err := writeClusters(ctx, url, writer); err != nil {
 		t.Fatal(err)
@@ -68,7 +72,9 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 	s := newGitServer(t)
 	url := s.newRepo("shared", true)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	// Generous bounds: a loaded CI machine runs git http-backend slowly; the test still
+	// stops by itself.
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 
 	var wg sync.WaitGroup
