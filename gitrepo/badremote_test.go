@@ -23,6 +23,13 @@ func TestBadRemotes(t *testing.T) {
 	if _, err := gitrepo.Open(ctx, good); err != nil {
 		t.Fatalf("right credentials: %v", err)
 	}
+	// An access token is sent as the basic-auth password (GitHub, GitLab and Gitea accept
+	// tokens this way).
+	tok := testOptions(url)
+	tok.Auth = gitrepo.Auth{Username: "magnum", Token: "right-password"}
+	if _, err := gitrepo.Open(ctx, tok); err != nil {
+		t.Errorf("token: %v", err)
+	}
 
 	cases := []struct {
 		name string
