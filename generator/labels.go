@@ -19,8 +19,6 @@ var (
 // chart values inert.
 type labelSet struct {
 	merged map[string]string
-	// template holds the template's own labels: the chart version is read from them only.
-	template map[string]string
 }
 
 func newLabelSet(template, cluster Labels) labelSet {
@@ -31,13 +29,7 @@ func newLabelSet(template, cluster Labels) labelSet {
 	for k, v := range cluster {
 		merged[k] = v
 	}
-	return labelSet{merged: merged, template: template}
-}
-
-// raw returns the unfiltered label and whether it is set.
-func (l labelSet) raw(key string) (string, bool) {
-	v, ok := l.merged[key]
-	return v, ok
+	return labelSet{merged: merged}
 }
 
 // str is the driver's _label(key, default): the label (or default when absent) with unsafe

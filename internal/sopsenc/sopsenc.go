@@ -116,9 +116,6 @@ func New(o Options) (*Encrypter, error) {
 	return &Encrypter{recipients: rs, digestKey: o.DigestKey, identity: o.Identity, now: now}, nil
 }
 
-// Recipients returns the sorted, de-duplicated recipients.
-func (e *Encrypter) Recipients() []string { return slices.Clone(e.recipients) }
-
 // Encoder returns a generator.SecretEncoder writing <base>.sops.yaml files. existing
 // returns the current content of a file in the cluster directory, if any; an unchanged
 // Secret keeps it byte for byte.
