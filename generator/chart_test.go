@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -19,37 +18,18 @@ import (
 // chartVersions are the released packages under ../shared/charts.
 var chartVersions = []string{"0.10.1", "0.24.1", "0.27.0"}
 
-var (
-	chartsOnce sync.Once
-	charts     map[string]*chart.Chart
-	chartsErr  error
-)
-
 // loadChart returns a released chart package, skipping the test when ../shared is absent
 // (a user's clone); CI always has it.
 func loadChart(t *testing.T, version string) *chart.Chart {
 	t.Helper()
-	chartsOnce.Do(func() {
-		charts = map[string]*chart.Chart{}
-		for _, v := range chartVersions {
-			p, err := chartrender.FindChart(v)
-			if err != nil {
-				chartsErr = err
-				return
-			}
-			if charts[v], err = chartrender.Load(p); err != nil {
-				chartsErr = err
-				return
-			}
-		}
-	})
-	if errors.Is(chartsErr, chartrender.ErrNoCharts) {
-		t.Skipf("skipping chart render: %v", chartsErr)
+	ch, err := chartrender.LoadVersion(version)
+	if errors.Is(err, chartrender.ErrNoCharts) {
+		t.Skipf("skipping chart render: %v", err)
 	}
-	if chartsErr != nil {
-		t.Fatal(chartsErr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return charts[version]
+	return ch
 }
 
 // chartFor picks the package matching a result's chart version, else the newest.
