@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -58,7 +60,7 @@ func (r *render) application(ns string, values map[string]any) *unstructured.Uns
 			"name":        r.release,
 			"namespace":   a.Namespace,
 			"labels":      stringMap(r.objectLabels(true)),
-			"annotations": map[string]any{clusterNameAnnotation: r.ev.Cluster.Name, argoSyncWave: "0"},
+			"annotations": map[string]any{magnum.AnnotationClusterName: r.ev.Cluster.Name, argoSyncWave: "0"},
 		},
 		"spec": map[string]any{
 			"project": a.Project,

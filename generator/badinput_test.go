@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
@@ -14,139 +16,139 @@ func intp(i int) *int { return &i }
 // field and the rule, wraps ErrInvalidInput, and never quotes a secret.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	secretValues := func(ev *generator.ClusterEvent) []string {
+	secretValues := func(ev *v1alpha1.ClusterEvent) []string {
 		s := ev.Secrets
 		return []string{s.ApplicationCredential.Secret.Reveal(), s.Certificates.CA.Key.Reveal()[30:60]}
 	}
 	cases := []struct {
 		name   string
-		mutate func(ev *generator.ClusterEvent, cfg *generator.Config)
+		mutate func(ev *v1alpha1.ClusterEvent, cfg *generator.Config)
 		field  string
 		rule   string
 	}{
-		{"missing kube_version", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.KubeVersion = "" },
+		{"missing kube_version", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.KubeVersion = "" },
 			"resolved.image.kube_version", "does not have a kube_version property"},
-		{"missing os_distro", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.OSDistro = "" },
+		{"missing os_distro", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.OSDistro = "" },
 			"resolved.image.os_distro", "does not have an os_distro property"},
-		{"missing image", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.Image = nil },
+		{"missing image", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.Image = nil },
 			"resolved.image.id", "required"},
-		{"image id that is not a UUID", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.ID = "imageid1" },
+		{"image id that is not a UUID", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.ID = "imageid1" },
 			"resolved.image.id", "not a Glance image UUID"},
-		{"pre-release kube_version", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.KubeVersion = "v1.30.0-rc.1" },
+		{"pre-release kube_version", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.KubeVersion = "v1.30.0-rc.1" },
 			"resolved.image.kube_version", "not a Kubernetes release version"},
-		{"node group name too short", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].Name = "ng" },
+		{"node group name too short", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].Name = "ng" },
 			"nodegroups[1].name", "at least 3 characters"},
-		{"node group name starts with a digit", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].Name = "1abc" },
+		{"node group name starts with a digit", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].Name = "1abc" },
 			"nodegroups[1].name", "starting with a letter"},
-		{"node group name reserved", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].Name = "Control_Plane" },
+		{"node group name reserved", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].Name = "Control_Plane" },
 			"nodegroups[1].name", "reserved"},
-		{"duplicate node group names", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"duplicate node group names", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.NodeGroups = append(ev.NodeGroups, ev.NodeGroups[1])
 			ev.NodeGroups[2].Name, ev.NodeGroups[2].IsDefault = "Default_Worker", false
 		}, "nodegroups[2].name", "the same as nodegroups[1]"},
-		{"node group names collide after the chart's 63-character cut", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"node group names collide after the chart's 63-character cut", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			long := strings.Repeat("x", 60)
 			ev.NodeGroups = append(ev.NodeGroups, ev.NodeGroups[1], ev.NodeGroups[1])
 			ev.NodeGroups[2].Name, ev.NodeGroups[2].IsDefault = "w"+long+"a", false
 			ev.NodeGroups[3].Name, ev.NodeGroups[3].IsDefault = "w"+long+"b", false
 		}, "nodegroups[3].name", "collides with nodegroups[2]"},
-		{"negative node count", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].NodeCount = -1 },
+		{"negative node count", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].NodeCount = -1 },
 			"nodegroups[1].node_count", "must not be negative"},
-		{"even control plane", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.NodeGroups[0].NodeCount = 2 },
+		{"even control plane", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[0].NodeCount = 2 },
 			"nodegroups[0].node_count", "odd number"},
-		{"autoscaling min above node_count", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Cluster.Labels = generator.Labels{"auto_scaling_enabled": "true", "min_node_count": "5", "max_node_count": "9"}
+		{"autoscaling min above node_count", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Cluster.Labels = v1alpha1.Labels{"auto_scaling_enabled": "true", "min_node_count": "5", "max_node_count": "9"}
 		}, "nodegroups[1].min_node_count", "Min node count must be less than or equal to current node count"},
-		{"autoscaling max below min", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Cluster.Labels = generator.Labels{"auto_scaling_enabled": "true", "min_node_count": "2", "max_node_count": "1"}
+		{"autoscaling max below min", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Cluster.Labels = v1alpha1.Labels{"auto_scaling_enabled": "true", "min_node_count": "2", "max_node_count": "1"}
 		}, "nodegroups[1].max_node_count", "Max node count must be greater than or equal to min node count"},
-		{"autoscaling min 0", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Cluster.Labels = generator.Labels{"auto_scaling_enabled": "true"}
-			ev.NodeGroups = append(ev.NodeGroups, generator.NodeGroup{Name: "extra", FlavorID: "m1.medium", NodeCount: 2,
+		{"autoscaling min 0", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Cluster.Labels = v1alpha1.Labels{"auto_scaling_enabled": "true"}
+			ev.NodeGroups = append(ev.NodeGroups, v1alpha1.NodeGroup{Name: "extra", FlavorID: "m1.medium", NodeCount: 2,
 				MinNodeCount: intp(0), MaxNodeCount: intp(4)})
 		}, "nodegroups[2].min_node_count", "Min node count must be greater than or equal to 1"},
-		{"release name over 53 characters", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"release name over 53 characters", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.Cluster.StackID = strings.Repeat("r", 54)
 		}, "cluster.stack_id", "Helm allows 53"},
-		{"release name not a DNS label", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Cluster.StackID = "Prod_A" },
+		{"release name not a DNS label", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.StackID = "Prod_A" },
 			"cluster.stack_id", "must be a DNS label"},
-		{"project id with path characters", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Cluster.ProjectID = "proj/../x" },
+		{"project id with path characters", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.ProjectID = "proj/../x" },
 			"cluster.project_id", "characters a Keystone project id cannot have"},
-		{"missing project id", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Cluster.ProjectID = "" },
+		{"missing project id", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.ProjectID = "" },
 			"cluster.project_id", "required"},
-		{"missing cluster uuid", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Cluster.UUID = "" },
+		{"missing cluster uuid", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.UUID = "" },
 			"cluster.uuid", "required"},
-		{"cluster uuid not a UUID", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Cluster.UUID = "prod-a" },
+		{"cluster uuid not a UUID", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.UUID = "prod-a" },
 			"cluster.uuid", "not a UUID"},
-		{"invalid fixed_subnet_cidr label", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Cluster.Labels = generator.Labels{"fixed_subnet_cidr": "10.0.0.0/33"}
+		{"invalid fixed_subnet_cidr label", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Cluster.Labels = v1alpha1.Labels{"fixed_subnet_cidr": "10.0.0.0/33"}
 		}, "cluster.labels.fixed_subnet_cidr", "invalid CIDR"},
-		{"invalid allowed CIDR label", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"invalid allowed CIDR label", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.ClusterTemplate.Labels["api_master_lb_allowed_cidrs"] = "10.0.0.0/8,300.1.1.1/32"
 		}, "cluster_template.labels.api_master_lb_allowed_cidrs", "invalid CIDR \"300.1.1.1/32\""},
-		{"invalid overlay pod CIDR", func(_ *generator.ClusterEvent, cfg *generator.Config) {
+		{"invalid overlay pod CIDR", func(_ *v1alpha1.ClusterEvent, cfg *generator.Config) {
 			cfg.ValuesOverlay = map[string]any{"kubeNetwork": map[string]any{"pods": map[string]any{"cidrBlocks": []any{"172.16.0.0/40"}}}}
 		}, "values_overlay.kubeNetwork.pods.cidrBlocks[0]", "invalid CIDR"},
-		{"unknown CSI default volume type", func(_ *generator.ClusterEvent, cfg *generator.Config) {
+		{"unknown CSI default volume type", func(_ *v1alpha1.ClusterEvent, cfg *generator.Config) {
 			cfg.Magnum.CapiHelm.CSICinderDefaultVolumeType = ptrTo("gold")
 		}, "magnum.capi_helm.csi_cinder_default_volume_type", "gold is not a valid Cinder volume type."},
-		{"no volume types", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.VolumeTypes = nil },
+		{"no volume types", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.VolumeTypes = nil },
 			"resolved.volume_types", "at least one Cinder volume type"},
-		{"volume types colliding as StorageClasses", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"volume types colliding as StorageClasses", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.Resolved.VolumeTypes = []string{"SSD", "ssd"}
 		}, "resolved.volume_types", "both become StorageClass \"ssd\""},
-		{"external network not resolved", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.Networks = nil },
+		{"external network not resolved", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.Networks = nil },
 			"cluster_template.external_network_id", "external network \"public\" not found"},
-		{"fixed network not resolved", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Cluster.FixedNetwork = "tenant-net" },
+		{"fixed network not resolved", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.FixedNetwork = "tenant-net" },
 			"cluster.fixed_network", "not found in resolved.networks"},
-		{"unsupported network driver", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.ClusterTemplate.NetworkDriver = "weave" },
+		{"unsupported network driver", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.ClusterTemplate.NetworkDriver = "weave" },
 			"cluster_template.network_driver", "not supported by the openstack-cluster chart"},
-		{"dns nameserver not an IP", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"dns nameserver not an IP", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.ClusterTemplate.DNSNameserver = "8.8.8.8,dns.example"
 		},
 			"cluster_template.dns_nameserver", "not an IP address"},
-		{"chart version label not a version", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"chart version label not a version", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.ClusterTemplate.Labels["capi_helm_chart_version"] = "latest"
 		}, "cluster_template.labels.capi_helm_chart_version", "not a chart version"},
-		{"negative boot volume size", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Cluster.Labels = generator.Labels{"boot_volume_size": "-20"}
+		{"negative boot volume size", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Cluster.Labels = v1alpha1.Labels{"boot_volume_size": "-20"}
 		}, "cluster.labels.boot_volume_size", "must not be negative"},
-		{"flavor with too few vCPUs", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].FlavorID = "m1.small" },
+		{"flavor with too few vCPUs", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].FlavorID = "m1.small" },
 			"nodegroups[1].flavor_id", "Flavor m1.small does not have enough CPU to run Kubernetes. Minimum 2 vcpus required."},
-		{"unknown flavor", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Cluster.MasterFlavorID = "x1.huge" },
+		{"unknown flavor", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.MasterFlavorID = "x1.huge" },
 			"cluster.master_flavor_id", "Flavor x1.huge does not have enough RAM to run Kubernetes. Minimum 2048 MB required."},
-		{"nodegroup operation without a target", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Operation, ev.NodeGroup = generator.UpdateNodeGroup, ""
+		{"nodegroup operation without a target", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Operation, ev.NodeGroup = v1alpha1.UpdateNodeGroup, ""
 		}, "nodegroup", "required for update_nodegroup"},
-		{"nodegroup target missing", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Operation, ev.NodeGroup = generator.CreateNodeGroup, "gpu"
+		{"nodegroup target missing", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Operation, ev.NodeGroup = v1alpha1.CreateNodeGroup, "gpu"
 		}, "nodegroup", "no node group named \"gpu\""},
-		{"deleting a default node group", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Operation, ev.NodeGroup = generator.DeleteNodeGroup, "default-worker"
+		{"deleting a default node group", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Operation, ev.NodeGroup = v1alpha1.DeleteNodeGroup, "default-worker"
 		}, "nodegroup", "default or control-plane node group"},
-		{"keystone auth without an auth URL", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Cluster.Labels = generator.Labels{"keystone_auth_enabled": "true"}
+		{"keystone auth without an auth URL", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Cluster.Labels = v1alpha1.Labels{"keystone_auth_enabled": "true"}
 			ev.Context.AuthURL, ev.Resolved.KeystonePublicURL = "", ""
 		}, "context.auth_url", "required when keystone_auth_enabled"},
-		{"application credential without its secret", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"application credential without its secret", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.Secrets.ApplicationCredential.Secret = ""
 		}, "secrets.application_credential.secret", "required"},
-		{"CA key that is not PEM", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Secrets.Certificates.Etcd.Key = generator.Sensitive("hunter2-not-a-key")
+		{"CA key that is not PEM", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Secrets.Certificates.Etcd.Key = v1alpha1.Sensitive("hunter2-not-a-key")
 		}, "secrets.certificates.etcd.key", "must be PEM"},
-		{"certificate where a key belongs", func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Secrets.Certificates.CA.Key = generator.Sensitive(ev.Secrets.Certificates.CA.Cert)
+		{"certificate where a key belongs", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Secrets.Certificates.CA.Key = v1alpha1.Sensitive(ev.Secrets.Certificates.CA.Cert)
 		}, "secrets.certificates.ca.key", "is a \"CERTIFICATE\""},
-		{"missing CA bundle", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Secrets.CABundle = "" },
+		{"missing CA bundle", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Secrets.CABundle = "" },
 			"secrets.ca_bundle", "required"},
-		{"missing region", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Resolved.RegionName = "" },
+		{"missing region", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.RegionName = "" },
 			"resolved.region_name", "required to write clouds.yaml"},
-		{"bad drift detection mode", func(_ *generator.ClusterEvent, cfg *generator.Config) { cfg.Flux.DriftDetection = "fix" },
+		{"bad drift detection mode", func(_ *v1alpha1.ClusterEvent, cfg *generator.Config) { cfg.Flux.DriftDetection = "fix" },
 			"flux.drift_detection", "must be one of enabled, warn, disabled"},
-		{"bad reclaim policy option", func(_ *generator.ClusterEvent, cfg *generator.Config) {
+		{"bad reclaim policy option", func(_ *v1alpha1.ClusterEvent, cfg *generator.Config) {
 			cfg.Magnum.CapiHelmClusterLabels.CSICinderReclaimPolicy = "Recycle"
 		}, "magnum.capi_helm_cluster_labels.csi_cinder_reclaim_policy", "must be one of Retain, Delete"},
-		{"namespace prefix not a label", func(_ *generator.ClusterEvent, cfg *generator.Config) { cfg.Magnum.CapiHelm.NamespacePrefix = "Magnum" },
+		{"namespace prefix not a label", func(_ *v1alpha1.ClusterEvent, cfg *generator.Config) { cfg.Magnum.CapiHelm.NamespacePrefix = "Magnum" },
 			"magnum.capi_helm.namespace_prefix", "lower-case DNS label"},
 	}
 	for _, tc := range cases {
@@ -172,17 +174,17 @@ func TestBadInput(t *testing.T) {
 
 func assertFieldError(t *testing.T, err error, field, rule string) {
 	t.Helper()
-	if !errors.Is(err, generator.ErrInvalidInput) {
+	if !errors.Is(err, v1alpha1.ErrInvalidInput) {
 		t.Errorf("error does not wrap ErrInvalidInput: %v", err)
 	}
-	var fes generator.InputErrors
-	var fe *generator.FieldError
-	var list []*generator.FieldError
+	var fes v1alpha1.InputErrors
+	var fe *v1alpha1.FieldError
+	var list []*v1alpha1.FieldError
 	switch {
 	case errors.As(err, &fes):
 		list = fes
 	case errors.As(err, &fe):
-		list = []*generator.FieldError{fe}
+		list = []*v1alpha1.FieldError{fe}
 	default:
 		t.Fatalf("error is not a FieldError: %T %v", err, err)
 	}
@@ -216,7 +218,7 @@ func TestDecodeBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := generator.DecodeEvent([]byte(tc.doc))
+			_, err := v1alpha1.DecodeEvent([]byte(tc.doc))
 			if err == nil {
 				t.Fatal("decoded, want an error")
 			}

@@ -3,6 +3,8 @@ package generator_test
 import (
 	"testing"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
@@ -16,7 +18,7 @@ func BenchmarkRender(b *testing.B) {
 	cfg := generator.DefaultConfig()
 	b.ReportAllocs()
 	for b.Loop() {
-		ev, err := generator.DecodeEvent(data)
+		ev, err := v1alpha1.DecodeEvent(data)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"github.com/Masterminds/semver/v3"
 )
 
@@ -35,7 +37,7 @@ func (c Chart) atLeast(v string) bool {
 // chartFor picks the chart like the driver: the template label capi_helm_chart_version
 // (cluster labels are not consulted), else [capi_helm] default_helm_chart_version, with
 // characters outside [a-z0-9.-+] deleted.
-func chartFor(ev *ClusterEvent, cfg *Config, p *problems) Chart {
+func chartFor(ev *v1alpha1.ClusterEvent, cfg *Config, p *problems) Chart {
 	c := Chart{Name: cfg.Magnum.CapiHelm.HelmChartName, Repository: cfg.Magnum.CapiHelm.HelmChartRepo}
 	field := "magnum.capi_helm.default_helm_chart_version"
 	v := cfg.Magnum.CapiHelm.DefaultHelmChartVersion

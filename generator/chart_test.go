@@ -8,11 +8,15 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+
 	"helm.sh/helm/v3/pkg/chart"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
 )
 
 // chartVersions are the released packages under ../shared/charts.
@@ -64,7 +68,7 @@ func TestChartRender(t *testing.T) {
 	cfg := defaultConfig()
 	for _, name := range fixtureNames(t) {
 		ev := fixtureEvent(t, name)
-		if ev.Operation == generator.DeleteCluster {
+		if ev.Operation == v1alpha1.DeleteCluster {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
@@ -110,7 +114,7 @@ func assertChartObjects(t *testing.T, version string, res *generator.Result, obj
 
 	for _, e := range v["nodeGroups"].([]any) {
 		ng := e.(map[string]any)
-		md := find("MachineDeployment", generator.ChartComponentName(R, ng["name"].(string)))
+		md := find("MachineDeployment", magnum.ChartComponentName(R, ng["name"].(string)))
 		if ng["autoscale"] == true {
 			if _, found, _ := unstructured.NestedFieldNoCopy(md.Object, "spec", "replicas"); found {
 				t.Errorf("MachineDeployment %s: replicas set on an autoscaled group", md.GetName())

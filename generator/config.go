@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
 // Config is everything rendering depends on besides the event. Its "magnum" section uses
@@ -195,7 +198,7 @@ func DefaultConfig() Config {
 func (c *Config) Validate() error {
 	var p problems
 	ch := c.Magnum.CapiHelm
-	if ch.NamespacePrefix == "" || SanitizedName(ch.NamespacePrefix) != ch.NamespacePrefix {
+	if ch.NamespacePrefix == "" || magnum.SanitizedName(ch.NamespacePrefix) != ch.NamespacePrefix {
 		p.add("magnum.capi_helm.namespace_prefix", "must be a lower-case DNS label, got %q", ch.NamespacePrefix)
 	}
 	if ch.HelmChartName == "" {
@@ -247,7 +250,7 @@ func (c *Config) Validate() error {
 	if f.Path == "" || strings.HasPrefix(f.Path, "/") || slices.Contains(strings.Split(f.Path, "/"), "..") {
 		p.add("flux.path", "must be a relative path inside the repository, got %q", f.Path)
 	}
-	if SanitizedName(f.SourceNamespace) != f.SourceNamespace || f.SourceNamespace == "" {
+	if magnum.SanitizedName(f.SourceNamespace) != f.SourceNamespace || f.SourceNamespace == "" {
 		p.add("flux.source_namespace", "must be a namespace name, got %q", f.SourceNamespace)
 	}
 	for name, d := range map[string]Duration{"interval": f.Interval, "timeout": f.Timeout,
@@ -267,7 +270,7 @@ func (c *Config) Validate() error {
 		p.add("format", "must be flux or argo, got %q", c.Format)
 	}
 	if c.Format == FormatArgo {
-		if SanitizedName(c.Argo.Namespace) != c.Argo.Namespace || c.Argo.Namespace == "" {
+		if magnum.SanitizedName(c.Argo.Namespace) != c.Argo.Namespace || c.Argo.Namespace == "" {
 			p.add("argo.namespace", "must be a namespace name, got %q", c.Argo.Namespace)
 		}
 		if c.Argo.Project == "" {
@@ -277,6 +280,6 @@ func (c *Config) Validate() error {
 			p.add("argo.destination_server", "must be an https:// URL, got %q", c.Argo.DestinationServer)
 		}
 	}
-	slices.SortFunc(p.list, func(a, b *FieldError) int { return strings.Compare(a.Field, b.Field) })
+	slices.SortFunc(p.list, func(a, b *v1alpha1.FieldError) int { return strings.Compare(a.Field, b.Field) })
 	return p.err()
 }

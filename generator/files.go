@@ -9,8 +9,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 )
@@ -99,7 +100,7 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 	if cfg.Format == FormatArgo {
 		deployFile = ApplicationFile
 	}
-	if res.Operation == DeleteCluster {
+	if res.Operation == v1alpha1.DeleteCluster {
 		fs.Deletes = append(fs.Deletes, path.Join(dir, deployFile))
 		if len(secretFiles) == 0 {
 			fs.Deletes = append(fs.Deletes, path.Join(dir, KustomizationFile))
@@ -145,7 +146,7 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 	return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, deployFile))
 }
 
-func sourceFile(o client.Object) string {
+func sourceFile(o Object) string {
 	return strings.ToLower(o.GetObjectKind().GroupVersionKind().Kind) + "-" + o.GetName() + ".yaml"
 }
 

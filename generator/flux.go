@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // helmChartLayerMediaType selects the chart layer of an OCI Helm artifact.
@@ -24,10 +25,10 @@ func sourceName(url string) string {
 	if i := strings.Index(s, "://"); i >= 0 {
 		s = s[i+3:]
 	}
-	name := SanitizedName(s)
-	if len(name) > maxNameLen {
+	name := magnum.SanitizedName(s)
+	if len(name) > magnum.MaxNameLen {
 		sum := sha256.Sum256([]byte(url))
-		name = strings.TrimRight(name[:maxNameLen-9], "-") + "-" + hex.EncodeToString(sum[:4])
+		name = strings.TrimRight(name[:magnum.MaxNameLen-9], "-") + "-" + hex.EncodeToString(sum[:4])
 	}
 	return name
 }
@@ -35,7 +36,7 @@ func sourceName(url string) string {
 // source returns the chart's source object: one HelmRepository per repository URL, or, for
 // an oci:// chart, one OCIRepository per chart version (HelmRepository type oci is in
 // maintenance mode in Flux).
-func (r *render) source() client.Object {
+func (r *render) source() Object {
 	f := r.cfg.Flux
 	if r.chart.IsOCI() {
 		if r.chart.Version == "" {
@@ -46,7 +47,7 @@ func (r *render) source() client.Object {
 			ObjectMeta: metav1.ObjectMeta{
 				Name:      ociSourceName(r.chart),
 				Namespace: f.SourceNamespace,
-				Labels:    map[string]string{managedByLabel: managedByValue},
+				Labels:    map[string]string{magnum.LabelManagedBy: magnum.ManagedBy},
 			},
 			Spec: sourcev1.OCIRepositorySpec{
 				URL:           r.chart.Name,
@@ -62,7 +63,7 @@ func (r *render) source() client.Object {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      sourceName(r.chart.Repository),
 			Namespace: f.SourceNamespace,
-			Labels:    map[string]string{managedByLabel: managedByValue},
+			Labels:    map[string]string{magnum.LabelManagedBy: magnum.ManagedBy},
 		},
 		Spec: sourcev1.HelmRepositorySpec{
 			URL:      r.chart.Repository,
@@ -81,7 +82,7 @@ func ociSourceName(c Chart) string {
 // name and storage namespace (so Flux adopts the driver's release), no waiting (readiness is
 // read from CAPI), and retries instead of remediation: an uninstall or rollback of a
 // cluster release deletes or rolls back real infrastructure.
-func (r *render) helmRelease(ns string, values map[string]any, src client.Object) *helmv2.HelmRelease {
+func (r *render) helmRelease(ns string, values map[string]any, src Object) *helmv2.HelmRelease {
 	f := r.cfg.Flux
 	raw, err := json.Marshal(values)
 	if err != nil {
@@ -95,7 +96,7 @@ func (r *render) helmRelease(ns string, values map[string]any, src client.Object
 			Name:        r.release,
 			Namespace:   ns,
 			Labels:      r.objectLabels(true),
-			Annotations: map[string]string{clusterNameAnnotation: r.ev.Cluster.Name},
+			Annotations: map[string]string{magnum.AnnotationClusterName: r.ev.Cluster.Name},
 		},
 		Spec: helmv2.HelmReleaseSpec{
 			Interval:         metav1.Duration{Duration: f.Interval.Duration},

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
@@ -30,16 +32,16 @@ func FuzzRender(f *testing.F) {
 	f.Add([]byte("apiVersion: magnum-gitops.io/v1alpha1\nkind: ClusterEvent\noperation: delete_cluster\ncluster: {uuid: 3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03, project_id: p}\n"))
 	cfg := generator.DefaultConfig()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ev, err := generator.DecodeEvent(data)
+		ev, err := v1alpha1.DecodeEvent(data)
 		if err != nil {
-			if !errors.Is(err, generator.ErrInvalidInput) {
+			if !errors.Is(err, v1alpha1.ErrInvalidInput) {
 				t.Fatalf("decode error is not an input error: %v", err)
 			}
 			return
 		}
 		res, err := generator.Render(ev, &cfg)
 		if err != nil {
-			if !errors.Is(err, generator.ErrInvalidInput) {
+			if !errors.Is(err, v1alpha1.ErrInvalidInput) {
 				t.Fatalf("render error is not an input error: %v", err)
 			}
 			return

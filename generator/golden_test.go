@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
 // TestGolden replays every fixture event in order into one repository directory, the way

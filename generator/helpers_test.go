@@ -8,22 +8,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/fixtures"
-	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/fixtures"
+	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under fixtures/golden")
 
 // fixtureEvent decodes one embedded fixture event.
-func fixtureEvent(t testing.TB, name string) *generator.ClusterEvent {
+func fixtureEvent(t testing.TB, name string) *v1alpha1.ClusterEvent {
 	t.Helper()
 	data, err := fixtures.Events.ReadFile("events/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := generator.DecodeEvent(data)
+	ev, err := v1alpha1.DecodeEvent(data)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

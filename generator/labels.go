@@ -4,6 +4,8 @@ import (
 	"math/big"
 	"regexp"
 	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 )
 
 var (
@@ -21,7 +23,7 @@ type labelSet struct {
 	merged map[string]string
 }
 
-func newLabelSet(template, cluster Labels) labelSet {
+func newLabelSet(template, cluster v1alpha1.Labels) labelSet {
 	merged := make(map[string]string, len(template)+len(cluster))
 	for k, v := range template {
 		merged[k] = v

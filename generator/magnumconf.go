@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"gopkg.in/ini.v1"
 )
 
@@ -23,7 +25,7 @@ var deprecatedLabelOptions = []string{"csi_cinder_availability_zone", "csi_cinde
 func ParseMagnumConf(data []byte, c *MagnumConfig) error {
 	f, err := ini.LoadSources(ini.LoadOptions{AllowPythonMultilineValues: true, SpaceBeforeInlineComment: true}, data)
 	if err != nil {
-		return &FieldError{Field: "magnum.conf", Message: err.Error()}
+		return &v1alpha1.FieldError{Field: "magnum.conf", Message: err.Error()}
 	}
 	var p problems
 	sections := map[string]any{

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
@@ -79,7 +81,7 @@ func TestParseMagnumConf(t *testing.T) {
 
 	bad := generator.DefaultConfig()
 	err := generator.ParseMagnumConf([]byte("[capi_helm_cluster_labels]\nauto_healing_enabled = maybe\nmax_node_count = ten\n"), &bad.Magnum)
-	if !errors.Is(err, generator.ErrInvalidInput) || !strings.Contains(err.Error(), "magnum.conf [capi_helm_cluster_labels] auto_healing_enabled: must be a boolean") ||
+	if !errors.Is(err, v1alpha1.ErrInvalidInput) || !strings.Contains(err.Error(), "magnum.conf [capi_helm_cluster_labels] auto_healing_enabled: must be a boolean") ||
 		!strings.Contains(err.Error(), "max_node_count: must be an integer") {
 		t.Errorf("err = %v", err)
 	}

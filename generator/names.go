@@ -1,98 +1,10 @@
 package generator
 
-import (
-	"crypto/sha256"
-	"encoding/base32"
-	"regexp"
-	"strings"
-)
+import "regexp"
 
 var (
-	notLowerAlnum = regexp.MustCompile(`[^a-z0-9]+`)
-	notAlnum      = regexp.MustCompile(`[^a-z0-9]`)
 	// releaseNameRE is a DNS-1123 label: the form every object named after R must have.
 	releaseNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	// nodeGroupNameRE is the openstack-cluster chart's own check (chart >= 0.15).
 	nodeGroupNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]+[a-z0-9]$`)
 )
-
-const (
-	// maxReleaseNameLen is Helm's limit on release names.
-	maxReleaseNameLen = 53
-	// maxNameLen is the Kubernetes limit the chart truncates its component names to.
-	maxNameLen = 63
-)
-
-// SanitizedName is magnum-capi-helm's sanitized_name: lower-case s (or "s-suffix"), replace
-// each run of characters outside [a-z0-9] with one "-", and trim "-" at both ends. An empty
-// s gives "".
-func SanitizedName(s string, suffix ...string) string {
-	if s == "" {
-		return ""
-	}
-	if len(suffix) > 0 && suffix[0] != "" {
-		s = s + "-" + suffix[0]
-	}
-	s = notLowerAlnum.ReplaceAllString(strings.ToLower(s), "-")
-	return strings.Trim(s, "-")
-}
-
-// ResourceName is the driver's get_k8s_resource_name: the whole "R-x" re-sanitized. The
-// driver names the Secrets it writes this way, so adopted Secrets keep their names.
-func ResourceName(release, component string) string { return SanitizedName(release, component) }
-
-// ChartComponentName is how the openstack-cluster chart names a component: "R-x" cut to 63
-// characters with a trailing "-" trimmed. Status lookups must use this, not ResourceName:
-// the driver's untruncated lookup never finds long MachineDeployment names.
-func ChartComponentName(release, component string) string {
-	n := release + "-" + component
-	if len(n) > maxNameLen {
-		n = n[:maxNameLen]
-	}
-	return strings.TrimRight(n, "-")
-}
-
-var shortIDEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-// GenerateReleaseName derives a release name for a cluster that has no stack_id yet, in the
-// driver's shape sanitized(name)[:30]-<12 chars of [a-z2-7]>. The driver draws the suffix at
-// random; here it is the base32 of a SHA-256 of the cluster UUID, so rendering stays pure and
-// a lost stack_id can be recomputed. Unlike the driver, a "-" left at the end of the 30-char
-// cut is trimmed, so R never contains "--" (the driver's Secret and chart names would then
-// disagree, see driver-reference §2.1).
-func GenerateReleaseName(clusterName, clusterUUID string) string {
-	base := SanitizedName(clusterName)
-	if len(base) > 30 {
-		base = base[:30]
-	}
-	base = strings.TrimRight(base, "-")
-	sum := sha256.Sum256([]byte(strings.ToLower(clusterUUID)))
-	id := strings.ToLower(shortIDEncoding.EncodeToString(sum[:]))[:12]
-	if base == "" {
-		return id
-	}
-	return base + "-" + id
-}
-
-// Namespace is the driver's cluster_namespace: "<prefix>-" followed by the project id
-// lower-cased with every character outside [a-z0-9] removed.
-func Namespace(prefix, projectID string) string {
-	return prefix + "-" + notAlnum.ReplaceAllString(strings.ToLower(projectID), "")
-}
-
-// isUUIDLike mirrors oslo.utils is_uuid_like: 32 hex digits once "urn:uuid:", braces and
-// hyphens are removed, in any case.
-func isUUIDLike(s string) bool {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimPrefix(t, "urn:uuid:")
-	t = strings.NewReplacer("{", "", "}", "", "-", "").Replace(t)
-	if len(t) != 32 {
-		return false
-	}
-	for _, c := range t {
-		if !strings.ContainsRune("0123456789abcdef", c) {
-			return false
-		}
-	}
-	return true
-}

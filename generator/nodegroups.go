@@ -1,13 +1,13 @@
 package generator
 
 import (
-	"fmt"
-	"strings"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
 // group is a node group with the document field it came from, for error messages.
 type group struct {
-	NodeGroup
+	v1alpha1.NodeGroup
 	field string
 	// defaultWorker marks Magnum's default_ng_worker: the first default non-master group.
 	defaultWorker bool
@@ -19,31 +19,20 @@ type group struct {
 // re-sends a group whose deletion is still in progress on the next render, which would bring
 // its MachineDeployment back.
 func (r *render) nodeGroupList() []group {
-	ev := r.ev
-	var out []group
-	if len(ev.NodeGroups) == 0 {
-		masters, workers := 1, 1
-		if ev.Cluster.MasterCount != nil {
-			masters = *ev.Cluster.MasterCount
-		}
-		if ev.Cluster.NodeCount != nil {
-			workers = *ev.Cluster.NodeCount
-		}
+	groups, fields := r.ev.EffectiveNodeGroups()
+	out := make([]group, len(groups))
+	for i, ng := range groups {
+		out[i] = group{NodeGroup: ng, field: fields[i]}
+	}
+	if len(r.ev.NodeGroups) == 0 {
+		// Magnum gives its default worker group the cluster's min_node_count label.
 		minCount := 1
-		if v, ok := ev.Cluster.Labels["min_node_count"]; ok {
+		if v, ok := r.ev.Cluster.Labels["min_node_count"]; ok {
 			if n, ok := parsePythonInt(v); ok {
 				minCount = n
 			}
 		}
-		out = append(out,
-			group{NodeGroup: NodeGroup{Name: "default-master", Role: "master", FlavorID: ev.Cluster.MasterFlavorID,
-				NodeCount: masters, IsDefault: true}, field: "cluster.master_count"},
-			group{NodeGroup: NodeGroup{Name: "default-worker", Role: "worker", FlavorID: ev.Cluster.FlavorID,
-				NodeCount: workers, MinNodeCount: &minCount, IsDefault: true}, field: "cluster.node_count"})
-	} else {
-		for i, ng := range ev.NodeGroups {
-			out = append(out, group{NodeGroup: ng, field: fmt.Sprintf("nodegroups[%d]", i)})
-		}
+		out[1].MinNodeCount = &minCount
 	}
 	for i := range out {
 		if out[i].IsDefault && !out[i].IsMaster() {
@@ -58,7 +47,7 @@ func (r *render) nodeGroupList() []group {
 func (r *render) checkTarget(all []group) {
 	op, name := r.ev.Operation, r.ev.NodeGroup
 	if name == "" {
-		if op.targetsNodeGroup() {
+		if op.TargetsNodeGroup() {
 			r.p.add("nodegroup", "required for %s", op)
 		}
 		return
@@ -67,7 +56,7 @@ func (r *render) checkTarget(all []group) {
 		if g.Name != name {
 			continue
 		}
-		if op == DeleteNodeGroup && (g.IsDefault || g.IsMaster()) {
+		if op == v1alpha1.DeleteNodeGroup && (g.IsDefault || g.IsMaster()) {
 			r.p.add("nodegroup", "%q is a default or control-plane node group, which Magnum does not delete on its own", name)
 		}
 		return
@@ -79,10 +68,10 @@ func (r *render) checkTarget(all []group) {
 func (r *render) rendered(all []group) []group {
 	var out []group
 	for _, g := range all {
-		if r.ev.Operation == DeleteNodeGroup && g.Name == r.ev.NodeGroup {
+		if r.ev.Operation == v1alpha1.DeleteNodeGroup && g.Name == r.ev.NodeGroup {
 			continue
 		}
-		if !g.IsDefault && strings.HasPrefix(g.Status, "DELETE_") {
+		if !g.IsDefault && g.Status.Action() == v1alpha1.ActionDelete {
 			continue
 		}
 		out = append(out, g)
@@ -122,7 +111,7 @@ func (r *render) nodeGroups(groups []group) []any {
 		if g.IsMaster() {
 			continue
 		}
-		name := SanitizedName(g.Name)
+		name := magnum.SanitizedName(g.Name)
 		switch {
 		case !nodeGroupNameRE.MatchString(name):
 			r.p.add(g.field+".name", "%q sanitizes to %q; the chart needs at least 3 characters of [a-z0-9-], starting with a letter and ending with a letter or digit", g.Name, name)
@@ -131,7 +120,7 @@ func (r *render) nodeGroups(groups []group) []any {
 		case seen[name] != "":
 			r.p.add(g.field+".name", "%q sanitizes to %q, the same as %s", g.Name, name, seen[name])
 		default:
-			md := ChartComponentName(r.release, name)
+			md := magnum.ChartComponentName(r.release, name)
 			if other := mdNames[md]; other != "" {
 				r.p.add(g.field+".name", "MachineDeployment name %q (cut to 63 characters by the chart) collides with %s", md, other)
 			}
@@ -222,14 +211,14 @@ func (r *render) checkFlavors(groups []group) {
 		}
 	}
 	switch op := r.ev.Operation; op {
-	case CreateCluster:
+	case v1alpha1.CreateCluster:
 		check("cluster.master_flavor_id", r.ev.Cluster.MasterFlavorID)
 		fallthrough
-	case UpgradeCluster:
+	case v1alpha1.UpgradeCluster:
 		for _, g := range groups {
 			check(g.field+".flavor_id", g.FlavorID)
 		}
-	case CreateNodeGroup, UpdateNodeGroup:
+	case v1alpha1.CreateNodeGroup, v1alpha1.UpdateNodeGroup:
 		for _, g := range groups {
 			if g.Name == r.ev.NodeGroup {
 				check(g.field+".flavor_id", g.FlavorID)

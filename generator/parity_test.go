@@ -7,12 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+
 	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
 // renderValues renders fixture 01 after mutate and returns its values as plain JSON data.
-func renderValues(t *testing.T, mutate func(*generator.ClusterEvent, *generator.Config)) map[string]any {
+func renderValues(t *testing.T, mutate func(*v1alpha1.ClusterEvent, *generator.Config)) map[string]any {
 	t.Helper()
 	ev := fixtureEvent(t, "01-prod-a-create.yaml")
 	cfg := defaultConfig()
@@ -78,23 +82,23 @@ func TestParityNames(t *testing.T) {
 	for in, want := range map[string]string{
 		"cluster_example_$A": "cluster-example-a", "--Prod  A--": "prod-a", "": "", "ÄÖ": "", "a.b.c": "a-b-c",
 	} {
-		if got := generator.SanitizedName(in); got != want {
+		if got := magnum.SanitizedName(in); got != want {
 			t.Errorf("SanitizedName(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := generator.ResourceName("r-1", "cloud-credentials"); got != "r-1-cloud-credentials" {
+	if got := magnum.ResourceName("r-1", "cloud-credentials"); got != "r-1-cloud-credentials" {
 		t.Errorf("ResourceName = %q", got)
 	}
 	// The driver re-sanitizes R-x, collapsing the "--" of adopted names; the chart does not.
-	if got := generator.ResourceName("a-that--abc", "ca"); got != "a-that-abc-ca" {
+	if got := magnum.ResourceName("a-that--abc", "ca"); got != "a-that-abc-ca" {
 		t.Errorf("ResourceName of an adopted -- name = %q", got)
 	}
-	if got := generator.ChartComponentName(strings.Repeat("r", 50), strings.Repeat("w", 20)); len(got) != 63 || strings.HasSuffix(got, "-") {
+	if got := magnum.ChartComponentName(strings.Repeat("r", 50), strings.Repeat("w", 20)); len(got) != 63 || strings.HasSuffix(got, "-") {
 		t.Errorf("ChartComponentName = %q (%d)", got, len(got))
 	}
 	for pid, want := range map[string]string{"123-456F": "magnum-123456f", "fake_project": "magnum-fakeproject",
 		"9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c": "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c"} {
-		if got := generator.Namespace("magnum", pid); got != want {
+		if got := magnum.Namespace("magnum", pid); got != want {
 			t.Errorf("Namespace(%q) = %q, want %q", pid, got, want)
 		}
 	}
@@ -104,14 +108,14 @@ func TestParityGeneratedReleaseName(t *testing.T) {
 	t.Parallel()
 	shape := regexp.MustCompile(`^[a-z0-9-]{1,30}-[a-z2-7]{12}$`)
 	uuid := "8b2c3d5f-5f60-417e-9d3a-35465768798a"
-	r := generator.GenerateReleaseName("A-very-long-cluster-name-that-exceeds-thirty-chars", uuid)
+	r := magnum.GenerateReleaseName("A-very-long-cluster-name-that-exceeds-thirty-chars", uuid)
 	if !shape.MatchString(r) || strings.Contains(r, "--") || !strings.HasPrefix(r, "a-very-long-cluster-name-that-") {
 		t.Errorf("release name %q: want sanitized(name)[:30] without a trailing '-', then 12 base32 characters", r)
 	}
-	if r != generator.GenerateReleaseName("A-very-long-cluster-name-that-exceeds-thirty-chars", strings.ToUpper(uuid)) {
+	if r != magnum.GenerateReleaseName("A-very-long-cluster-name-that-exceeds-thirty-chars", strings.ToUpper(uuid)) {
 		t.Error("release name is not stable for the same cluster")
 	}
-	if r == generator.GenerateReleaseName("A-very-long-cluster-name-that-exceeds-thirty-chars", "9b2c3d5f-5f60-417e-9d3a-35465768798a") {
+	if r == magnum.GenerateReleaseName("A-very-long-cluster-name-that-exceeds-thirty-chars", "9b2c3d5f-5f60-417e-9d3a-35465768798a") {
 		t.Error("two clusters with the same name got the same release name")
 	}
 	res := fixtureResult(t, "27-generated-release-name.yaml")
@@ -174,69 +178,69 @@ addons:
 // TestParityLabels covers §3.1: precedence, filtering, bool/int/csv parsing and fallbacks.
 func TestParityLabels(t *testing.T) {
 	t.Parallel()
-	labels := func(l generator.Labels) func(*generator.ClusterEvent, *generator.Config) {
-		return func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Cluster.Labels = l }
+	labels := func(l v1alpha1.Labels) func(*v1alpha1.ClusterEvent, *generator.Config) {
+		return func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.Labels = l }
 	}
 	cases := []struct {
 		name   string
-		mutate func(*generator.ClusterEvent, *generator.Config)
+		mutate func(*v1alpha1.ClusterEvent, *generator.Config)
 		path   string
 		want   any
 	}{
-		{"bool true spellings", labels(generator.Labels{"monitoring_enabled": " YES "}), "addons.monitoring.enabled", true},
-		{"bool t", labels(generator.Labels{"monitoring_enabled": "t"}), "addons.monitoring.enabled", true},
-		{"bool on", labels(generator.Labels{"monitoring_enabled": "On"}), "addons.monitoring.enabled", true},
-		{"bool false spellings", labels(generator.Labels{"auto_healing_enabled": "n"}), "controlPlane.healthCheck.enabled", false},
-		{"malformed bool falls back to the default", labels(generator.Labels{"auto_healing_enabled": "maybe"}), "controlPlane.healthCheck.enabled", true},
-		{"empty bool falls back to the default", labels(generator.Labels{"master_lb_floating_ip_enabled": ""}), "apiServer.associateFloatingIP", true},
-		{"int with sign, spaces and underscores", labels(generator.Labels{"boot_volume_size": " +1_0 "}), "controlPlane.machineRootVolume.diskSize", 10.0},
-		{"malformed int falls back to the default", func(ev *generator.ClusterEvent, cfg *generator.Config) {
+		{"bool true spellings", labels(v1alpha1.Labels{"monitoring_enabled": " YES "}), "addons.monitoring.enabled", true},
+		{"bool t", labels(v1alpha1.Labels{"monitoring_enabled": "t"}), "addons.monitoring.enabled", true},
+		{"bool on", labels(v1alpha1.Labels{"monitoring_enabled": "On"}), "addons.monitoring.enabled", true},
+		{"bool false spellings", labels(v1alpha1.Labels{"auto_healing_enabled": "n"}), "controlPlane.healthCheck.enabled", false},
+		{"malformed bool falls back to the default", labels(v1alpha1.Labels{"auto_healing_enabled": "maybe"}), "controlPlane.healthCheck.enabled", true},
+		{"empty bool falls back to the default", labels(v1alpha1.Labels{"master_lb_floating_ip_enabled": ""}), "apiServer.associateFloatingIP", true},
+		{"int with sign, spaces and underscores", labels(v1alpha1.Labels{"boot_volume_size": " +1_0 "}), "controlPlane.machineRootVolume.diskSize", 10.0},
+		{"malformed int falls back to the default", func(ev *v1alpha1.ClusterEvent, cfg *generator.Config) {
 			cfg.Magnum.Cinder.DefaultBootVolumeSize = 15
-			ev.Cluster.Labels = generator.Labels{"boot_volume_size": "NotANumber"}
+			ev.Cluster.Labels = v1alpha1.Labels{"boot_volume_size": "NotANumber"}
 		}, "nodeGroupDefaults.machineRootVolume.diskSize", 15.0},
-		{"cluster label beats template label", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"cluster label beats template label", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.ClusterTemplate.Labels["octavia_provider"] = "ovn"
-			ev.Cluster.Labels = generator.Labels{"octavia_provider": "amphora"}
+			ev.Cluster.Labels = v1alpha1.Labels{"octavia_provider": "amphora"}
 		}, "apiServer.loadBalancerProvider", "amphora"},
-		{"template label is the default", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"template label is the default", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.ClusterTemplate.Labels["octavia_provider"] = "ovn"
 		}, "addons.openstack.cloudConfig.LoadBalancer.lb-method", "SOURCE_IP_PORT"},
-		{"site default from [capi_helm_cluster_labels]", func(_ *generator.ClusterEvent, cfg *generator.Config) {
+		{"site default from [capi_helm_cluster_labels]", func(_ *v1alpha1.ClusterEvent, cfg *generator.Config) {
 			cfg.Magnum.CapiHelmClusterLabels.OctaviaLBAlgorithm = "LEAST_CONNECTIONS"
 		}, "addons.openstack.cloudConfig.LoadBalancer.lb-method", "LEAST_CONNECTIONS"},
-		{"label values lose unsafe characters", labels(generator.Labels{"octavia_provider": "amph\nora{{ .Values.x }}: '\"---"}),
+		{"label values lose unsafe characters", labels(v1alpha1.Labels{"octavia_provider": "amph\nora{{ .Values.x }}: '\"---"}),
 			"apiServer.loadBalancerProvider", "amphora .Values.x  ---"},
-		{"a default is filtered too when labels exist", func(ev *generator.ClusterEvent, cfg *generator.Config) {
+		{"a default is filtered too when labels exist", func(ev *v1alpha1.ClusterEvent, cfg *generator.Config) {
 			cfg.Magnum.CapiHelmClusterLabels.OctaviaProvider = "amph!ora"
 		}, "apiServer.loadBalancerProvider", "amphora"},
-		{"a default is not filtered when no label exists", func(ev *generator.ClusterEvent, cfg *generator.Config) {
+		{"a default is not filtered when no label exists", func(ev *v1alpha1.ClusterEvent, cfg *generator.Config) {
 			cfg.Magnum.CapiHelmClusterLabels.OctaviaProvider = "amph!ora"
 			ev.Cluster.Labels, ev.ClusterTemplate.Labels = nil, nil
 		}, "apiServer.loadBalancerProvider", "amph!ora"},
-		{"floating_ip_enabled is ignored for the label", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"floating_ip_enabled is ignored for the label", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.Cluster.FloatingIPEnabled = ptrTo(false)
 		}, "apiServer.associateFloatingIP", true},
-		{"master_lb_floating_ip_enabled false", labels(generator.Labels{"master_lb_floating_ip_enabled": "false"}), "apiServer.associateFloatingIP", false},
-		{"master_lb_enabled is ignored", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Cluster.MasterLBEnabled = ptrTo(false) },
+		{"master_lb_floating_ip_enabled false", labels(v1alpha1.Labels{"master_lb_floating_ip_enabled": "false"}), "apiServer.associateFloatingIP", false},
+		{"master_lb_enabled is ignored", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.MasterLBEnabled = ptrTo(false) },
 			"apiServer.enableLoadBalancer", true},
-		{"chart version only from the template", labels(generator.Labels{"capi_helm_chart_version": "0.24.1"}), "addons.kubernetesDashboard", nil},
-		{"kube_tag is not used", labels(generator.Labels{"kube_tag": "v1.20.0"}), "kubernetesVersion", "1.33.7"},
-		{"dns nameservers split by commas", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"chart version only from the template", labels(v1alpha1.Labels{"capi_helm_chart_version": "0.24.1"}), "addons.kubernetesDashboard", nil},
+		{"kube_tag is not used", labels(v1alpha1.Labels{"kube_tag": "v1.20.0"}), "kubernetesVersion", "1.33.7"},
+		{"dns nameservers split by commas", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.ClusterTemplate.DNSNameserver = "8.8.8.8, 1.1.1.1"
 		}, "clusterNetworking.dnsNameservers", []any{"8.8.8.8", "1.1.1.1"}},
-		{"empty dns is null", func(ev *generator.ClusterEvent, _ *generator.Config) { ev.ClusterTemplate.DNSNameserver = "" },
+		{"empty dns is null", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.ClusterTemplate.DNSNameserver = "" },
 			"clusterNetworking.dnsNameservers", nil},
-		{"fixed network uuid used as-is", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"fixed network uuid used as-is", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.Cluster.FixedNetwork = "6A7B8C9D0E1F4A2B8C3D4E5F6A7B8C9D"
 		}, "clusterNetworking.internalNetwork.networkFilter", map[string]any{"id": "6A7B8C9D0E1F4A2B8C3D4E5F6A7B8C9D"}},
-		{"fixed network from the template", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"fixed network from the template", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.ClusterTemplate.FixedNetwork = "net"
 			ev.Resolved.Networks["net"] = "abc"
 		}, "clusterNetworking.internalNetwork.networkFilter", map[string]any{"id": "abc"}},
-		{"keypair falls back to the template", func(ev *generator.ClusterEvent, _ *generator.Config) {
+		{"keypair falls back to the template", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.Cluster.Keypair, ev.ClusterTemplate.KeypairID = "", "tmpl-key"
 		}, "machineSSHKeyName", "tmpl-key"},
-		{"IPv6 allowed CIDRs keep colons", labels(generator.Labels{"api_master_lb_allowed_cidrs": "2001:db8::/32 , ,10.0.0.0/8"}),
+		{"IPv6 allowed CIDRs keep colons", labels(v1alpha1.Labels{"api_master_lb_allowed_cidrs": "2001:db8::/32 , ,10.0.0.0/8"}),
 			"apiServer.allowedCIDRs", []any{"2001:db8::/32", "10.0.0.0/8"}},
 	}
 	for _, tc := range cases {
@@ -260,20 +264,20 @@ func TestParityBootVolume(t *testing.T) {
 		cinderSize int
 		siteType   *string
 		siteSize   *int
-		labels     generator.Labels
+		labels     v1alpha1.Labels
 		want       map[string]any // nil: no machineRootVolume
 	}{
 		{"nothing set", "", 0, nil, nil, nil, nil},
 		{"cinder defaults", "nvme", 12, nil, nil, nil, map[string]any{"volumeType": "nvme", "diskSize": 12.0}},
-		{"label size", "", 15, nil, nil, generator.Labels{"boot_volume_size": "32"}, map[string]any{"diskSize": 32.0}},
-		{"bad label size", "", 15, nil, nil, generator.Labels{"boot_volume_size": "NotANumber"}, map[string]any{"diskSize": 15.0}},
+		{"label size", "", 15, nil, nil, v1alpha1.Labels{"boot_volume_size": "32"}, map[string]any{"diskSize": 32.0}},
+		{"bad label size", "", 15, nil, nil, v1alpha1.Labels{"boot_volume_size": "NotANumber"}, map[string]any{"diskSize": 15.0}},
 		{"site defaults win over cinder", "ignored", 99, ptrTo("site-type"), ptrTo(50), nil, map[string]any{"volumeType": "site-type", "diskSize": 50.0}},
-		{"size 0 means no disk", "", 15, nil, nil, generator.Labels{"boot_volume_size": "0"}, nil},
+		{"size 0 means no disk", "", 15, nil, nil, v1alpha1.Labels{"boot_volume_size": "0"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			v := renderValues(t, func(ev *generator.ClusterEvent, cfg *generator.Config) {
+			v := renderValues(t, func(ev *v1alpha1.ClusterEvent, cfg *generator.Config) {
 				cfg.Magnum.Cinder.DefaultBootVolumeType, cfg.Magnum.Cinder.DefaultBootVolumeSize = tc.cinderType, tc.cinderSize
 				cfg.Magnum.CapiHelmClusterLabels.BootVolumeType, cfg.Magnum.CapiHelmClusterLabels.BootVolumeSize = tc.siteType, tc.siteSize
 				ev.Cluster.Labels = tc.labels
@@ -292,19 +296,19 @@ func TestParityBootVolume(t *testing.T) {
 func TestParityEtcd(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		labels generator.Labels
+		labels v1alpha1.Labels
 		want   string
 	}{
-		{generator.Labels{"etcd_blockdevice_size": "10", "etcd_blockdevice_volume_type": "nvme"}, `{"blockDevice":{"size":10,"type":"Volume","volumeType":"nvme"}}`},
-		{generator.Labels{"etcd_volume_size": "10", "etcd_volume_type": "nvme"}, `{"blockDevice":{"size":10,"type":"Volume","volumeType":"nvme"}}`},
-		{generator.Labels{"etcd_blockdevice_size": "10", "etcd_blockdevice_type": "local"}, `{"blockDevice":{"size":10,"type":"Local"}}`},
-		{generator.Labels{"etcd_blockdevice_size": "bad", "etcd_volume_size": "7"}, `{"blockDevice":{"size":7,"type":"Volume"}}`},
-		{generator.Labels{"etcd_blockdevice_size": "-1"}, `{}`},
-		{generator.Labels{"etcd_blockdevice_size": "5", "etcd_blockdevice_volume_az": "az-1", "etcd_blockdevice_type": "LOCAL"},
+		{v1alpha1.Labels{"etcd_blockdevice_size": "10", "etcd_blockdevice_volume_type": "nvme"}, `{"blockDevice":{"size":10,"type":"Volume","volumeType":"nvme"}}`},
+		{v1alpha1.Labels{"etcd_volume_size": "10", "etcd_volume_type": "nvme"}, `{"blockDevice":{"size":10,"type":"Volume","volumeType":"nvme"}}`},
+		{v1alpha1.Labels{"etcd_blockdevice_size": "10", "etcd_blockdevice_type": "local"}, `{"blockDevice":{"size":10,"type":"Local"}}`},
+		{v1alpha1.Labels{"etcd_blockdevice_size": "bad", "etcd_volume_size": "7"}, `{"blockDevice":{"size":7,"type":"Volume"}}`},
+		{v1alpha1.Labels{"etcd_blockdevice_size": "-1"}, `{}`},
+		{v1alpha1.Labels{"etcd_blockdevice_size": "5", "etcd_blockdevice_volume_az": "az-1", "etcd_blockdevice_type": "LOCAL"},
 			`{"blockDevice":{"availabilityZone":"az-1","size":5,"type":"Volume"}}`},
 	}
 	for _, tc := range cases {
-		v := renderValues(t, func(ev *generator.ClusterEvent, _ *generator.Config) { ev.Cluster.Labels = tc.labels })
+		v := renderValues(t, func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.Labels = tc.labels })
 		if got := string(mustJSONCompact(t, v["etcd"])); got != tc.want {
 			t.Errorf("labels %v: etcd = %s, want %s", tc.labels, got, tc.want)
 		}
@@ -325,22 +329,22 @@ func TestParityAutoscaling(t *testing.T) {
 	t.Parallel()
 	worker := func(v map[string]any) map[string]any { return at(v, "nodeGroups").([]any)[0].(map[string]any) }
 	t.Run("off: no keys, no validation", func(t *testing.T) {
-		v := renderValues(t, func(ev *generator.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].MinNodeCount = ptrTo(0) })
+		v := renderValues(t, func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].MinNodeCount = ptrTo(0) })
 		if w := worker(v); len(w) != 3 {
 			t.Errorf("worker = %v, want only name, machineFlavor, machineCount", w)
 		}
 	})
 	t.Run("default worker min 1 is unset: min = max, no autoscale", func(t *testing.T) {
-		v := renderValues(t, func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Cluster.Labels = generator.Labels{"auto_scaling_enabled": "true"}
+		v := renderValues(t, func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Cluster.Labels = v1alpha1.Labels{"auto_scaling_enabled": "true"}
 		})
 		if _, ok := worker(v)["autoscale"]; ok {
 			t.Errorf("worker = %v, want no autoscale (test_nodegroup_node_count_min_max_equal)", worker(v))
 		}
 	})
 	t.Run("labels set the default worker's range", func(t *testing.T) {
-		v := renderValues(t, func(ev *generator.ClusterEvent, _ *generator.Config) {
-			ev.Cluster.Labels = generator.Labels{"auto_scaling_enabled": "true", "min_node_count": "2", "max_node_count": "6"}
+		v := renderValues(t, func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.Cluster.Labels = v1alpha1.Labels{"auto_scaling_enabled": "true", "min_node_count": "2", "max_node_count": "6"}
 		})
 		w := worker(v)
 		if w["autoscale"] != true || w["machineCountMin"] != 2.0 || w["machineCountMax"] != 6.0 || w["machineCount"] != 3.0 {
@@ -348,10 +352,10 @@ func TestParityAutoscaling(t *testing.T) {
 		}
 	})
 	t.Run("site defaults apply to the default worker only", func(t *testing.T) {
-		v := renderValues(t, func(ev *generator.ClusterEvent, cfg *generator.Config) {
+		v := renderValues(t, func(ev *v1alpha1.ClusterEvent, cfg *generator.Config) {
 			cfg.Magnum.CapiHelmClusterLabels.AutoScalingEnabled = true
 			cfg.Magnum.CapiHelmClusterLabels.MaxNodeCount = ptrTo(9)
-			ev.NodeGroups = append(ev.NodeGroups, generator.NodeGroup{Name: "extra", FlavorID: "m1.medium", NodeCount: 2, MinNodeCount: ptrTo(2)})
+			ev.NodeGroups = append(ev.NodeGroups, v1alpha1.NodeGroup{Name: "extra", FlavorID: "m1.medium", NodeCount: 2, MinNodeCount: ptrTo(2)})
 		})
 		groups := at(v, "nodeGroups").([]any)
 		if w := groups[0].(map[string]any); w["machineCountMax"] != 9.0 || w["machineCountMin"] != 3.0 {
@@ -366,11 +370,11 @@ func TestParityAutoscaling(t *testing.T) {
 // TestParityStorageClasses is driver-reference §3.7.
 func TestParityStorageClasses(t *testing.T) {
 	t.Parallel()
-	v := renderValues(t, func(ev *generator.ClusterEvent, cfg *generator.Config) {
+	v := renderValues(t, func(ev *v1alpha1.ClusterEvent, cfg *generator.Config) {
 		ev.Resolved.VolumeTypes = []string{"__DEFAULT__", "ssd.fast", "HDD_Slow"}
 		cfg.Magnum.CapiHelm.CSICinderDefaultVolumeType = ptrTo("ssd.fast")
 		cfg.Magnum.CapiHelm.CSICinderAllowedTopologies = []string{"zone-a"}
-		ev.Cluster.Labels = generator.Labels{"csi_cinder_reclaim_policy": "Delete", "csi_cinder_fstype": "xfs"}
+		ev.Cluster.Labels = v1alpha1.Labels{"csi_cinder_reclaim_policy": "Delete", "csi_cinder_fstype": "xfs"}
 	})
 	cs := at(v, "addons.openstack.csiCinder").(map[string]any)
 	def := cs["defaultStorageClass"].(map[string]any)
@@ -390,8 +394,8 @@ func TestParityStorageClasses(t *testing.T) {
 // TestParityConditionalValues covers keystone auth, extra networks, CNI and allowed CIDRs.
 func TestParityConditionalValues(t *testing.T) {
 	t.Parallel()
-	v := renderValues(t, func(ev *generator.ClusterEvent, _ *generator.Config) {
-		ev.Cluster.Labels = generator.Labels{"keystone_auth_enabled": "true", "extra_network_names": "net-a net-b"}
+	v := renderValues(t, func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+		ev.Cluster.Labels = v1alpha1.Labels{"keystone_auth_enabled": "true", "extra_network_names": "net-a net-b"}
 	})
 	if v["authWebhook"] != "k8s-keystone-auth" {
 		t.Errorf("authWebhook = %v", v["authWebhook"])
@@ -408,14 +412,14 @@ func TestParityConditionalValues(t *testing.T) {
 		t.Error("extra networks must not reach the control plane")
 	}
 	// The deprecated label is read only when the new one resolves empty.
-	v = renderValues(t, func(ev *generator.ClusterEvent, _ *generator.Config) {
-		ev.Cluster.Labels = generator.Labels{"extra_network_names": "new", "extra_network_name": "old"}
+	v = renderValues(t, func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+		ev.Cluster.Labels = v1alpha1.Labels{"extra_network_names": "new", "extra_network_name": "old"}
 	})
 	if got := at(v, "nodeGroupDefaults.machineNetworking.ports").([]any); len(got) != 2 || !strings.Contains(string(mustJSONCompact(t, got)), "new") {
 		t.Errorf("ports = %v", got)
 	}
 	// Label numbers and booleans arrive as Python would stringify them.
-	ev, err := generator.DecodeEvent([]byte(strings.Replace(string(mustRead(t, "01-prod-a-create.yaml")),
+	ev, err := v1alpha1.DecodeEvent([]byte(strings.Replace(string(mustRead(t, "01-prod-a-create.yaml")),
 		"labels: {}\n  floating_ip_enabled", "labels: {monitoring_enabled: true, boot_volume_size: 30}\n  floating_ip_enabled", 1)))
 	if err != nil {
 		t.Fatal(err)

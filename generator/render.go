@@ -5,12 +5,14 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // projectIDRE is what a Keystone project id can be made of. The driver silently deletes
@@ -20,8 +22,8 @@ var projectIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // Result is a rendered event.
 type Result struct {
-	Operation Operation `json:"operation"`
-	EventID   string    `json:"event_id,omitempty"`
+	Operation v1alpha1.Operation `json:"operation"`
+	EventID   string             `json:"event_id,omitempty"`
 	// ClusterUUID and ClusterName identify the Magnum cluster.
 	ClusterUUID string `json:"cluster_uuid"`
 	ClusterName string `json:"cluster_name"`
@@ -44,7 +46,7 @@ type Result struct {
 type Objects struct {
 	Namespace *corev1.Namespace
 	// Source is the shared HelmRepository (or OCIRepository) of the chart.
-	Source      client.Object
+	Source      Object
 	HelmRelease *helmv2.HelmRelease
 	// Application replaces Source and HelmRelease in the argo format.
 	Application *unstructured.Unstructured
@@ -55,7 +57,7 @@ type Objects struct {
 // Render renders one event with the given configuration. It checks the whole input first
 // and returns every problem found as InputErrors (which wrap ErrInvalidInput); a Result is
 // returned only when there is none.
-func Render(ev *ClusterEvent, cfg *Config) (*Result, error) {
+func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,7 +69,7 @@ func Render(ev *ClusterEvent, cfg *Config) (*Result, error) {
 	r.identity(res)
 	r.chart = chartFor(ev, cfg, &r.p)
 	res.Chart = r.chart
-	if ev.Operation != DeleteCluster {
+	if ev.Operation != v1alpha1.DeleteCluster {
 		all := r.nodeGroupList()
 		r.checkTarget(all)
 		groups := r.rendered(all)
@@ -78,7 +80,7 @@ func Render(ev *ClusterEvent, cfg *Config) (*Result, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: res.Namespace},
 	}
-	if ev.Operation != DeleteCluster {
+	if ev.Operation != v1alpha1.DeleteCluster {
 		if cfg.Format == FormatArgo {
 			res.Objects.Application = r.application(res.Namespace, res.Values)
 		} else {
@@ -99,7 +101,7 @@ func (r *render) identity(res *Result) {
 	c := r.ev.Cluster
 	if c.UUID == "" {
 		r.p.add("cluster.uuid", "required")
-	} else if !isUUIDLike(c.UUID) {
+	} else if !magnum.IsUUIDLike(c.UUID) {
 		r.p.add("cluster.uuid", "%q is not a UUID", c.UUID)
 	}
 	switch {
@@ -108,7 +110,7 @@ func (r *render) identity(res *Result) {
 	case !projectIDRE.MatchString(c.ProjectID):
 		r.p.add("cluster.project_id", "%q has characters a Keystone project id cannot have (want letters, digits, '-', '_')", c.ProjectID)
 	default:
-		res.Namespace = Namespace(r.cfg.Magnum.CapiHelm.NamespacePrefix, c.ProjectID)
+		res.Namespace = magnum.Namespace(r.cfg.Magnum.CapiHelm.NamespacePrefix, c.ProjectID)
 		if msgs := validation.IsDNS1123Label(res.Namespace); len(msgs) > 0 {
 			r.p.add("cluster.project_id", "namespace %q is not valid: %s", res.Namespace, strings.Join(msgs, "; "))
 		}
@@ -118,8 +120,8 @@ func (r *render) identity(res *Result) {
 			continue // reported above, or optional
 		}
 		cut := v
-		if len(cut) > maxNameLen {
-			cut = cut[:maxNameLen]
+		if len(cut) > magnum.MaxNameLen {
+			cut = cut[:magnum.MaxNameLen]
 		}
 		if msgs := validation.IsValidLabelValue(cut); len(msgs) > 0 {
 			r.p.add(field, "cannot be a label value: %s", strings.Join(msgs, "; "))
@@ -131,7 +133,7 @@ func (r *render) identity(res *Result) {
 	if c.StackID != "" {
 		res.ReleaseName = c.StackID
 	} else {
-		res.ReleaseName = GenerateReleaseName(c.Name, c.UUID)
+		res.ReleaseName = magnum.GenerateReleaseName(c.Name, c.UUID)
 		res.ReleaseNameGenerated = true
 	}
 	r.release = res.ReleaseName
@@ -140,8 +142,8 @@ func (r *render) identity(res *Result) {
 		field = "cluster.name"
 	}
 	switch {
-	case len(res.ReleaseName) > maxReleaseNameLen:
-		r.p.add(field, "release name %q is %d characters; Helm allows %d", res.ReleaseName, len(res.ReleaseName), maxReleaseNameLen)
+	case len(res.ReleaseName) > magnum.MaxReleaseNameLen:
+		r.p.add(field, "release name %q is %d characters; Helm allows %d", res.ReleaseName, len(res.ReleaseName), magnum.MaxReleaseNameLen)
 	case !releaseNameRE.MatchString(res.ReleaseName):
 		r.p.add(field, "release name %q must be a DNS label (lower-case letters, digits, '-')", res.ReleaseName)
 	}

@@ -5,21 +5,16 @@ import (
 	"encoding/pem"
 	"fmt"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// Labels and annotations the objects carry.
+// Annotations and types of the Secrets.
 const (
-	labelProjectID   = "magnum.openstack.org/project-id"
-	labelUserID      = "magnum.openstack.org/user-id"
-	labelClusterUUID = "magnum.openstack.org/cluster-uuid"
-	labelClusterName = "cluster.x-k8s.io/cluster-name"
-	managedByLabel   = "app.kubernetes.io/managed-by"
-	managedByValue   = "magnum-gitops"
-
-	clusterNameAnnotation = "magnum.openstack.org/cluster-name"
 	// PruneAnnotation keeps Flux from deleting a Secret when it leaves Git: CAPO and the
 	// janitor need the credentials until the CAPI Cluster is gone.
 	PruneAnnotation = "kustomize.toolkit.fluxcd.io/prune"
@@ -31,19 +26,19 @@ const (
 // plus ours on objects the driver does not write.
 func (r *render) objectLabels(ours bool) map[string]string {
 	cut := func(s string) string {
-		if len(s) > maxNameLen {
-			return s[:maxNameLen]
+		if len(s) > magnum.MaxNameLen {
+			return s[:magnum.MaxNameLen]
 		}
 		return s
 	}
 	l := map[string]string{
-		labelProjectID:   cut(r.ev.Cluster.ProjectID),
-		labelUserID:      cut(r.ev.Cluster.UserID),
-		labelClusterUUID: cut(r.ev.Cluster.UUID),
-		labelClusterName: r.release,
+		magnum.LabelProjectID:   cut(r.ev.Cluster.ProjectID),
+		magnum.LabelUserID:      cut(r.ev.Cluster.UserID),
+		magnum.LabelClusterUUID: cut(r.ev.Cluster.UUID),
+		magnum.LabelClusterName: r.release,
 	}
 	if ours {
-		l[managedByLabel] = managedByValue
+		l[magnum.LabelManagedBy] = magnum.ManagedBy
 	}
 	return l
 }
@@ -53,12 +48,12 @@ func (r *render) objectLabels(ours bool) map[string]string {
 var certSecrets = []struct {
 	suffix string
 	field  string
-	pick   func(*Certificates) *KeyPair
+	pick   func(*v1alpha1.Certificates) *v1alpha1.KeyPair
 }{
-	{"ca", "ca", func(c *Certificates) *KeyPair { return c.CA }},
-	{"etcd", "etcd", func(c *Certificates) *KeyPair { return c.Etcd }},
-	{"proxy", "front_proxy", func(c *Certificates) *KeyPair { return c.FrontProxy }},
-	{"sa", "magnum_client", func(c *Certificates) *KeyPair { return c.MagnumClient }},
+	{"ca", "ca", func(c *v1alpha1.Certificates) *v1alpha1.KeyPair { return c.CA }},
+	{"etcd", "etcd", func(c *v1alpha1.Certificates) *v1alpha1.KeyPair { return c.Etcd }},
+	{"proxy", "front_proxy", func(c *v1alpha1.Certificates) *v1alpha1.KeyPair { return c.FrontProxy }},
+	{"sa", "magnum_client", func(c *v1alpha1.Certificates) *v1alpha1.KeyPair { return c.MagnumClient }},
 }
 
 // secrets builds the Secrets the event carries material for: R-cloud-credentials and the
@@ -83,7 +78,7 @@ func (r *render) secrets(ns string) []*corev1.Secret {
 			field := "secrets.certificates." + c.field
 			checkPEM(&r.p, field+".cert", kp.Cert, "CERTIFICATE")
 			checkPEM(&r.p, field+".key", kp.Key.Reveal(), "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
-			s := r.secret(ns, ResourceName(r.release, c.suffix))
+			s := r.secret(ns, magnum.ResourceName(r.release, c.suffix))
 			s.Type = SecretTypeCAPI
 			s.StringData = map[string]string{"tls.crt": kp.Cert, "tls.key": kp.Key.Reveal()}
 			out = append(out, s)
@@ -112,7 +107,7 @@ func (r *render) secret(ns, name string) *corev1.Secret {
 
 // cloudCredentials is the driver's app-cred Secret (driver-reference §4.1): an Opaque Secret
 // with clouds.yaml (cloud "openstack", which the chart hard-codes) and cacert.
-func (r *render) cloudCredentials(ns string, m *SecretMaterial) *corev1.Secret {
+func (r *render) cloudCredentials(ns string, m *v1alpha1.SecretMaterial) *corev1.Secret {
 	ac := m.ApplicationCredential
 	if ac.ID == "" {
 		r.p.add("secrets.application_credential.id", "required")
@@ -149,7 +144,7 @@ func (r *render) cloudCredentials(ns string, m *SecretMaterial) *corev1.Secret {
 	if err != nil {
 		panic("generator: clouds.yaml: " + err.Error())
 	}
-	s := r.secret(ns, ResourceName(r.release, "cloud-credentials"))
+	s := r.secret(ns, magnum.ResourceName(r.release, "cloud-credentials"))
 	s.StringData = map[string]string{"cacert": m.CABundle.Reveal(), "clouds.yaml": string(doc)}
 	return s
 }

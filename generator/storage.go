@@ -1,6 +1,10 @@
 package generator
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+)
 
 // csiCinder builds one StorageClass per Cinder volume type (driver.py 923-984): the default
 // type ([capi_helm] csi_cinder_default_volume_type, else the first listed) becomes
@@ -25,7 +29,7 @@ func (r *render) csiCinder() map[string]any {
 	}
 	class := func(t string) map[string]any {
 		return map[string]any{
-			"name":                 SanitizedName(t),
+			"name":                 magnum.SanitizedName(t),
 			"reclaimPolicy":        l.str("csi_cinder_reclaim_policy", lc.CSICinderReclaimPolicy),
 			"allowVolumeExpansion": l.boolean("csi_cinder_allow_volume_expansion", lc.CSICinderAllowVolumeExpansion),
 			"volumeBindingMode":    l.str("csi_cinder_volume_binding_mode", lc.CSICinderVolumeBindingMode),
@@ -39,7 +43,7 @@ func (r *render) csiCinder() map[string]any {
 	out := map[string]any{"additionalStorageClasses": []any{}}
 	seen := map[string]int{}
 	for i, t := range types {
-		name := SanitizedName(t)
+		name := magnum.SanitizedName(t)
 		if name == "" {
 			r.p.add("resolved.volume_types", "volume type %q has no characters a StorageClass name can use", t)
 		} else if j, dup := seen[name]; dup {

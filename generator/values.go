@@ -6,6 +6,9 @@ import (
 	"net"
 	"regexp"
 	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
 var (
@@ -16,7 +19,7 @@ var (
 
 // render holds the state of one rendering: inputs, the label view, and what it found.
 type render struct {
-	ev      *ClusterEvent
+	ev      *v1alpha1.ClusterEvent
 	cfg     *Config
 	lc      *ClusterLabelsConfig
 	labels  labelSet
@@ -61,7 +64,7 @@ func (r *render) values(groups []group) map[string]any {
 		"kubernetesVersion":          r.kubernetesVersion(),
 		"machineImageId":             r.imageID(),
 		"machineSSHKeyName":          nullIfEmpty(cmp.Or(ev.Cluster.Keypair, ev.ClusterTemplate.KeypairID)),
-		"cloudCredentialsSecretName": ResourceName(r.release, "cloud-credentials"),
+		"cloudCredentialsSecretName": magnum.ResourceName(r.release, "cloud-credentials"),
 		"etcd":                       r.etcd(),
 		"apiServer": map[string]any{
 			"associateFloatingIP":  l.boolean("master_lb_floating_ip_enabled", lc.MasterLBFloatingIPEnabled),
@@ -135,7 +138,7 @@ func (r *render) imageID() any {
 		r.p.add("resolved.image.id", "required: the Glance id of cluster_template.image_id")
 		return nil
 	}
-	if id := r.ev.Resolved.Image.ID; !isUUIDLike(id) {
+	if id := r.ev.Resolved.Image.ID; !magnum.IsUUIDLike(id) {
 		// CAPO v1beta1 types image.id as a UUID and rejects anything else.
 		r.p.add("resolved.image.id", "%q is not a Glance image UUID", id)
 	}
@@ -203,7 +206,7 @@ func (r *render) externalNetwork() any {
 	case v == "":
 		r.p.add("cluster_template.external_network_id", "required")
 		return nil
-	case isUUIDLike(v):
+	case magnum.IsUUIDLike(v):
 		return v
 	}
 	if id, ok := r.ev.Resolved.Networks[v]; ok && id != "" {
@@ -219,7 +222,7 @@ func (r *render) idFilter(field, v string, resolved map[string]string, resolvedF
 	if v == "" {
 		return nil
 	}
-	if isUUIDLike(v) {
+	if magnum.IsUUIDLike(v) {
 		return map[string]any{"id": v}
 	}
 	if id, ok := resolved[v]; ok && id != "" {

@@ -1,4 +1,14 @@
-// Package reconciler takes Magnum cluster events from their sources (files, an HTTP API, a
-// Magnum poller), renders them with the generator and commits them with gitrepo, keeping
-// per-cluster order, batching bursts, retrying, and choreographing deletes.
+// Package reconciler owns the pipeline from a Magnum cluster event to a repository change,
+// the way a Flux controller owns its reconciliation: ordered steps and one summarizer.
+//
+//	decode → resolve → render → encode Secrets → diff against the repository → commit → push
+//
+// Pipeline runs the steps up to the diff against a Tree (what the repository holds); a Sink
+// turns the resulting Plan into a change: GitSink commits and pushes it with gitrepo (and
+// plans again on the new head when the remote moved, so identical intent never
+// conflicts), DirSink writes it into a directory, all files or none. Summarize turns any
+// step's error into one of four outcomes (invalid input, conflict, retry, permanent) that
+// callers act on: the CLI's exit code, the service's HTTP status, a retry.
+//
+// A plan that changes nothing is a silent success: no commit, no push, no write.
 package reconciler

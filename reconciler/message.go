@@ -6,27 +6,29 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
 // verbs names what each operation does, for commit subjects.
-var verbs = map[generator.Operation]string{
-	generator.CreateCluster:   "create cluster",
-	generator.UpdateCluster:   "update cluster",
-	generator.ResizeCluster:   "resize cluster",
-	generator.UpgradeCluster:  "upgrade cluster",
-	generator.DeleteCluster:   "delete cluster",
-	generator.CreateNodeGroup: "create node group %s of cluster",
-	generator.UpdateNodeGroup: "update node group %s of cluster",
-	generator.DeleteNodeGroup: "delete node group %s of cluster",
+var verbs = map[v1alpha1.Operation]string{
+	v1alpha1.CreateCluster:   "create cluster",
+	v1alpha1.UpdateCluster:   "update cluster",
+	v1alpha1.ResizeCluster:   "resize cluster",
+	v1alpha1.UpgradeCluster:  "upgrade cluster",
+	v1alpha1.DeleteCluster:   "delete cluster",
+	v1alpha1.CreateNodeGroup: "create node group %s of cluster",
+	v1alpha1.UpdateNodeGroup: "update node group %s of cluster",
+	v1alpha1.DeleteNodeGroup: "delete node group %s of cluster",
 }
 
 // CommitChange turns a rendered event into a gitrepo.Change: a subject a reviewer
 // understands, a body saying what changed (versions, counts, flavors) compared with the
 // values the repository held before (nil when none), and trailers. It never includes a
 // secret value: Secrets are named, not shown.
-func CommitChange(ev *generator.ClusterEvent, res *generator.Result, fs *generator.FileSet, old map[string]any) gitrepo.Change {
+func CommitChange(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generator.FileSet, old map[string]any) gitrepo.Change {
 	verb := verbs[res.Operation]
 	if strings.Contains(verb, "%s") {
 		verb = fmt.Sprintf(verb, ev.NodeGroup)
@@ -56,7 +58,7 @@ func CommitChange(ev *generator.ClusterEvent, res *generator.Result, fs *generat
 
 // summary lists what a reviewer wants to see.
 func summary(res *generator.Result, fs *generator.FileSet, old map[string]any) []string {
-	if res.Operation == generator.DeleteCluster {
+	if res.Operation == v1alpha1.DeleteCluster {
 		return []string{"The HelmRelease is removed; the cluster's Secrets stay until the CAPI Cluster is gone."}
 	}
 	v := res.Values

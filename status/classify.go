@@ -3,17 +3,18 @@ package status
 import (
 	"time"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Label keys the chart and the addon provider put on a cluster's objects.
+// API groups whose objects the reader tells apart.
 const (
-	labelChartCluster  = "capi.stackhpc.com/cluster"
-	labelAddonCluster  = "addons.stackhpc.com/cluster"
-	labelCAPICluster   = "cluster.x-k8s.io/cluster-name"
-	fluxHelmGroup      = "helm.toolkit.fluxcd.io"
-	fluxKustomizeGroup = "kustomize.toolkit.fluxcd.io"
+	// FluxHelmGroup is the API group of Flux's HelmRelease.
+	FluxHelmGroup = "helm.toolkit.fluxcd.io"
+	// FluxKustomizeGroup is the API group of Flux's Kustomization.
+	FluxKustomizeGroup = "kustomize.toolkit.fluxcd.io"
 	addonsGroup        = "addons.stackhpc.com"
 )
 
@@ -22,7 +23,7 @@ const (
 // apart by group.
 func Classify(objs []*unstructured.Unstructured, stackID, namespace string) Objects {
 	var o Objects
-	kcpName := generator.ChartComponentName(stackID, "control-plane")
+	kcpName := magnum.ChartComponentName(stackID, "control-plane")
 	for _, u := range objs {
 		if namespace != "" && u.GetNamespace() != "" && u.GetNamespace() != namespace && u.GetKind() != "Kustomization" {
 			continue
@@ -31,9 +32,9 @@ func Classify(objs []*unstructured.Unstructured, stackID, namespace string) Obje
 		gvk := struct{ Group, Kind string }{group, kindOf(u)}
 		l := func(k string) string { return label(u, k) }
 		switch {
-		case gvk.Group == fluxHelmGroup && gvk.Kind == "HelmRelease" && u.GetName() == stackID:
+		case gvk.Group == FluxHelmGroup && gvk.Kind == "HelmRelease" && u.GetName() == stackID:
 			o.HelmRelease = u
-		case gvk.Group == fluxKustomizeGroup && gvk.Kind == "Kustomization":
+		case gvk.Group == FluxKustomizeGroup && gvk.Kind == "Kustomization":
 			o.Kustomization = u
 		case gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "Cluster" && u.GetName() == stackID:
 			o.Cluster = u
@@ -41,11 +42,11 @@ func Classify(objs []*unstructured.Unstructured, stackID, namespace string) Obje
 			o.ControlPlane = u
 		case gvk.Group == "infrastructure.cluster.x-k8s.io" && gvk.Kind == "OpenStackCluster" && u.GetName() == stackID:
 			o.InfraCluster = u
-		case gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "MachineDeployment" && (l(labelChartCluster) == stackID || stringAt(u, "spec", "clusterName") == stackID):
+		case gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "MachineDeployment" && (l(magnum.LabelChartCluster) == stackID || stringAt(u, "spec", "clusterName") == stackID):
 			o.MachineDeployments = append(o.MachineDeployments, u)
-		case gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "Machine" && (l(labelCAPICluster) == stackID || l(labelChartCluster) == stackID):
+		case gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "Machine" && (l(magnum.LabelClusterName) == stackID || l(magnum.LabelChartCluster) == stackID):
 			o.Machines = append(o.Machines, u)
-		case gvk.Group == addonsGroup && (l(labelChartCluster) == stackID || l(labelAddonCluster) == stackID):
+		case gvk.Group == addonsGroup && (l(magnum.LabelChartCluster) == stackID || l(magnum.LabelAddonCluster) == stackID):
 			o.Addons = append(o.Addons, u)
 		}
 	}
@@ -54,37 +55,26 @@ func Classify(objs []*unstructured.Unstructured, stackID, namespace string) Obje
 
 // ViewFromEvent builds the Magnum view from a ClusterEvent document whose cluster and
 // node groups carry their current Magnum status (and updated_at).
-func ViewFromEvent(ev *generator.ClusterEvent, namespacePrefix string) View {
+func ViewFromEvent(ev *v1alpha1.ClusterEvent, namespacePrefix string) View {
 	c := ev.Cluster
 	v := View{ClusterUUID: c.UUID, Name: c.Name, StackID: c.StackID, Status: c.Status,
-		Namespace: generator.Namespace(namespacePrefix, c.ProjectID)}
+		Namespace: magnum.Namespace(namespacePrefix, c.ProjectID)}
 	if v.StackID == "" {
-		v.StackID = generator.GenerateReleaseName(c.Name, c.UUID)
+		v.StackID = magnum.GenerateReleaseName(c.Name, c.UUID)
 	}
 	if t, err := time.Parse(time.RFC3339, c.UpdatedAt); err == nil {
 		v.Since = t
 	}
-	for _, ng := range ev.NodeGroups {
+	groups, _ := ev.EffectiveNodeGroups()
+	for _, ng := range groups {
 		v.NodeGroups = append(v.NodeGroups, NodeGroupView{Name: ng.Name, Role: ng.Role, Status: ng.Status,
 			IsDefault: ng.IsDefault, NodeCount: ng.NodeCount})
-	}
-	if len(v.NodeGroups) == 0 {
-		masters, workers := 1, 1
-		if c.MasterCount != nil {
-			masters = *c.MasterCount
-		}
-		if c.NodeCount != nil {
-			workers = *c.NodeCount
-		}
-		v.NodeGroups = []NodeGroupView{
-			{Name: "default-master", Role: "master", Status: c.Status, IsDefault: true, NodeCount: masters},
-			{Name: "default-worker", Role: "worker", Status: c.Status, IsDefault: true, NodeCount: workers}}
 	}
 	return v
 }
 
 // OptionsFor sets the create deadline from the cluster's create_timeout (minutes).
-func OptionsFor(ev *generator.ClusterEvent, opts Options) Options {
+func OptionsFor(ev *v1alpha1.ClusterEvent, opts Options) Options {
 	if t := ev.Cluster.CreateTimeout; t != nil && *t > 0 {
 		opts.CreateTimeout = time.Duration(*t) * time.Minute
 	}

@@ -54,12 +54,12 @@ func Negative(t string) bool { return negative[t] }
 //
 // Flux and CAPO objects have one list, kept as the new layout.
 type Conditions struct {
-	v2, v1 map[string]Condition
+	v1beta2, v1beta1 map[string]Condition
 }
 
 // ReadConditions reads both layouts of an object's conditions.
 func ReadConditions(o *unstructured.Unstructured) Conditions {
-	c := Conditions{v2: map[string]Condition{}, v1: map[string]Condition{}}
+	c := Conditions{v1beta2: map[string]Condition{}, v1beta1: map[string]Condition{}}
 	if o == nil {
 		return c
 	}
@@ -82,13 +82,13 @@ func ReadConditions(o *unstructured.Unstructured) Conditions {
 	isCAPI := strings.HasSuffix(group, "cluster.x-k8s.io") && group != "infrastructure.cluster.x-k8s.io"
 	switch {
 	case isCAPI && version == "v1beta1":
-		read(c.v1, "status", "conditions")
-		read(c.v2, "status", "v1beta2", "conditions")
+		read(c.v1beta1, "status", "conditions")
+		read(c.v1beta2, "status", "v1beta2", "conditions")
 	case isCAPI:
-		read(c.v2, "status", "conditions")
-		read(c.v1, "status", "deprecated", "v1beta1", "conditions")
+		read(c.v1beta2, "status", "conditions")
+		read(c.v1beta1, "status", "deprecated", "v1beta1", "conditions")
 	default:
-		read(c.v2, "status", "conditions")
+		read(c.v1beta2, "status", "conditions")
 	}
 	return c
 }
@@ -103,32 +103,32 @@ func str(v any) string {
 	return fmt.Sprint(v)
 }
 
-// V2 returns a new-layout condition; a missing one is Unknown.
-func (c Conditions) V2(t string) Condition {
-	if cond, ok := c.v2[t]; ok {
+// V1Beta2 returns a new-layout (v1beta2, Flux, CAPO) condition; a missing one is Unknown.
+func (c Conditions) V1Beta2(t string) Condition {
+	if cond, ok := c.v1beta2[t]; ok {
 		return cond
 	}
 	return Condition{Type: t, Status: Unknown}
 }
 
-// V1 returns an old-layout (v1beta1) condition; a missing one is Unknown.
-func (c Conditions) V1(t string) Condition {
-	if cond, ok := c.v1[t]; ok {
+// V1Beta1 returns an old-layout (v1beta1) condition; a missing one is Unknown.
+func (c Conditions) V1Beta1(t string) Condition {
+	if cond, ok := c.v1beta1[t]; ok {
 		return cond
 	}
 	return Condition{Type: t, Status: Unknown}
 }
 
-// HasV2 reports whether the object carries new-layout conditions at all.
-func (c Conditions) HasV2() bool { return len(c.v2) > 0 }
+// HasV1Beta2 reports whether the object carries new-layout conditions at all.
+func (c Conditions) HasV1Beta2() bool { return len(c.v1beta2) > 0 }
 
-// HasV1 reports whether the object carries v1beta1 conditions at all.
-func (c Conditions) HasV1() bool { return len(c.v1) > 0 }
+// HasV1Beta1 reports whether the object carries v1beta1 conditions at all.
+func (c Conditions) HasV1Beta1() bool { return len(c.v1beta1) > 0 }
 
-// V1All reports whether all the given v1beta1 conditions are True.
-func (c Conditions) V1All(types ...string) bool {
+// AllV1Beta1True reports whether all the given v1beta1 conditions are True.
+func (c Conditions) AllV1Beta1True(types ...string) bool {
 	for _, t := range types {
-		if c.V1(t).Status != True {
+		if c.V1Beta1(t).Status != True {
 			return false
 		}
 	}
@@ -139,9 +139,9 @@ func (c Conditions) V1All(types ...string) bool {
 // positive ones not True, negative ones True. It reads the v1beta1 layout when present
 // (what magnum-capi-helm reports on), else the new one.
 func (c Conditions) Waiting() []string {
-	set := c.v1
+	set := c.v1beta1
 	if len(set) == 0 {
-		set = c.v2
+		set = c.v1beta2
 	}
 	var out []string
 	for _, t := range sortedKeys(set) {
@@ -157,13 +157,13 @@ func (c Conditions) Waiting() []string {
 	return out
 }
 
-// Ready reports whether a CAPI Cluster is ready: v1beta2 Available True, or, without the
+// ClusterReady reports whether a CAPI Cluster is ready: v1beta2 Available True, or, without the
 // new conditions, v1beta1 Ready, ControlPlaneReady and InfrastructureReady True.
 func (c Conditions) ClusterReady() bool {
-	if c.HasV2() {
-		return c.V2(clusterv1.AvailableCondition).Status == True
+	if c.HasV1Beta2() {
+		return c.V1Beta2(clusterv1.AvailableCondition).Status == True
 	}
-	return c.V1All(string(clusterv1beta1.ReadyCondition), string(clusterv1beta1.ControlPlaneReadyCondition), string(clusterv1beta1.InfrastructureReadyCondition))
+	return c.AllV1Beta1True(string(clusterv1beta1.ReadyCondition), string(clusterv1beta1.ControlPlaneReadyCondition), string(clusterv1beta1.InfrastructureReadyCondition))
 }
 
 // pyList renders names like Python's repr of a list of strings, as the driver's health

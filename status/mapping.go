@@ -6,7 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -17,16 +20,16 @@ func DefaultOptions(now time.Time) Options {
 		ControlPlaneConditions: []string{"MachinesReady", "Ready", "EtcdClusterHealthy", "ControlPlaneComponentsHealthy"}}
 }
 
-// memo keeps each object's parsed conditions for one Map call: several rules read the
+// conditionCache keeps each object's parsed conditions for one Evaluate call: several rules read the
 // same object.
-type memo map[*unstructured.Unstructured]Conditions
+type conditionCache map[*unstructured.Unstructured]Conditions
 
-func (m memo) conds(o *unstructured.Unstructured) Conditions {
-	if c, ok := m[o]; ok {
+func (cc conditionCache) conditions(o *unstructured.Unstructured) Conditions {
+	if c, ok := cc[o]; ok {
 		return c
 	}
 	c := ReadConditions(o)
-	m[o] = c
+	cc[o] = c
 	return c
 }
 
@@ -36,17 +39,17 @@ type blocker struct {
 	failed bool
 }
 
-// Map judges one cluster: a pure function of what Magnum knows and what the management
-// cluster holds. It follows magnum-capi-helm's algorithm (driver-reference §5) where that
-// is right, reads both CAPI condition layouts with their polarity, puts the GitOps chain
-// (Git → Flux → Helm) first, and fails an operation for a real reason or a deadline,
-// never merely for being slow.
-func Map(v View, o Objects, opts Options) Report {
-	m := memo{}
+// Evaluate judges one cluster: a pure function of what Magnum knows and what the management
+// cluster holds. It follows magnum-capi-helm's algorithm (docs/driver-rules.md, "Status")
+// where that is right, reads both CAPI condition layouts with their polarity, puts the
+// GitOps chain (Git → Flux → Helm) first, and fails an operation for a real reason or a
+// deadline, never merely for being slow.
+func Evaluate(v View, o Objects, opts Options) Report {
+	cc := conditionCache{}
 	r := Report{ClusterUUID: v.ClusterUUID, StackID: v.StackID, Status: v.Status}
 	if o.Cluster != nil {
 		if host := stringAt(o.Cluster, "spec", "controlPlaneEndpoint", "host"); host != "" {
-			port, _ := intAt(o.Cluster, p("spec", "controlPlaneEndpoint", "port"))
+			port, _ := intAt(o.Cluster, fieldPath("spec", "controlPlaneEndpoint", "port"))
 			if port == 0 {
 				port = 6443
 			}
@@ -54,24 +57,24 @@ func Map(v View, o Objects, opts Options) Report {
 		}
 	}
 	r.COEVersion = cmp.Or(stringAt(o.ControlPlane, "status", "version"), stringAt(o.ControlPlane, "spec", "version"))
-	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, m)
-	r.HealthStatus, r.HealthReason = health(v, o, m)
+	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, cc)
+	r.HealthStatus, r.HealthReason = health(v, o, cc)
 
-	prefix, _, _ := strings.Cut(v.Status, "_")
+	action := v.Status.Action()
 	switch {
-	case strings.HasPrefix(v.Status, "DELETE_"):
-		r.Status, r.StatusReason, r.SecretsRemovable = deleting(v, o, opts, m)
-	case v.Status == CreateInProgress || v.Status == UpdateInProgress:
-		b := progress(v, o, opts, m)
+	case action == v1alpha1.ActionDelete:
+		r.Status, r.StatusReason, r.SecretsRemovable = deleting(v, o, opts, cc)
+	case v.Status == v1alpha1.CreateInProgress || v.Status == v1alpha1.UpdateInProgress:
+		b := progress(v, o, opts, cc)
 		switch {
 		case b == nil:
-			r.Status = prefix + "_COMPLETE"
+			r.Status = v1alpha1.StatusOf(action, v1alpha1.Complete)
 		case b.failed:
-			r.Status, r.StatusReason = prefix+"_FAILED", b.reason
+			r.Status, r.StatusReason = v1alpha1.StatusOf(action, v1alpha1.Failed), b.reason
 		default:
 			r.Status, r.StatusReason = v.Status, b.reason
-			if timeout := deadline(prefix, opts); timeout > 0 && !v.Since.IsZero() && opts.Now.Sub(v.Since) > timeout {
-				r.Status = prefix + "_FAILED"
+			if timeout := deadline(action, opts); timeout > 0 && !v.Since.IsZero() && opts.Now.Sub(v.Since) > timeout {
+				r.Status = v1alpha1.StatusOf(action, v1alpha1.Failed)
 				r.StatusReason = fmt.Sprintf("not complete after %s: %s", timeout, b.reason)
 			}
 		}
@@ -79,11 +82,12 @@ func Map(v View, o Objects, opts Options) Report {
 	return r
 }
 
-func deadline(prefix string, opts Options) time.Duration {
-	switch prefix {
-	case "CREATE":
+// deadline is how long an action may take before it is FAILED.
+func deadline(a v1alpha1.Action, opts Options) time.Duration {
+	switch a {
+	case v1alpha1.ActionCreate:
 		return opts.CreateTimeout
-	case "UPDATE":
+	case v1alpha1.ActionUpdate:
 		return opts.UpdateTimeout
 	}
 	return opts.DeleteTimeout
@@ -91,15 +95,15 @@ func deadline(prefix string, opts Options) time.Duration {
 
 // deleting: DELETE_IN_PROGRESS while the CAPI Cluster exists, DELETE_COMPLETE once it is
 // gone (and Flux has dropped the HelmRelease), which is when Secrets may go.
-func deleting(v View, o Objects, opts Options, m memo) (string, string, bool) {
-	if v.Status != DeleteInProgress {
+func deleting(v View, o Objects, opts Options, cc conditionCache) (v1alpha1.ClusterStatus, string, bool) {
+	if v.Status != v1alpha1.DeleteInProgress {
 		return v.Status, "", o.Cluster == nil && o.HelmRelease == nil
 	}
 	var reason string
 	switch {
 	case o.Cluster != nil:
-		c := m.conds(o.Cluster)
-		d := c.V2("Deleting")
+		c := cc.conditions(o.Cluster)
+		d := c.V1Beta2("Deleting")
 		reason = "Cluster " + v.StackID + " is being deleted"
 		if d.Status == True {
 			reason = "Cluster " + v.StackID + ": " + cmp.Or(d.Message, d.Reason)
@@ -109,43 +113,43 @@ func deleting(v View, o Objects, opts Options, m memo) (string, string, bool) {
 	case o.HelmRelease != nil:
 		reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
 	default:
-		return DeleteComplete, "", true
+		return v1alpha1.DeleteComplete, "", true
 	}
 	if opts.DeleteTimeout > 0 && !v.Since.IsZero() && opts.Now.Sub(v.Since) > opts.DeleteTimeout {
-		return DeleteFailed, fmt.Sprintf("not deleted after %s: %s", opts.DeleteTimeout, reason), false
+		return v1alpha1.DeleteFailed, fmt.Sprintf("not deleted after %s: %s", opts.DeleteTimeout, reason), false
 	}
-	return DeleteInProgress, reason, false
+	return v1alpha1.DeleteInProgress, reason, false
 }
 
 // progress returns what blocks a create or update, nil when it is done.
-func progress(v View, o Objects, opts Options, m memo) *blocker {
-	if b := gitopsChain(v, o, m); b != nil {
+func progress(v View, o Objects, opts Options, cc conditionCache) *blocker {
+	if b := gitopsChain(v, o, cc); b != nil {
 		return b
 	}
 	if o.Cluster == nil {
 		return &blocker{reason: "waiting for Cluster " + v.StackID + " to be created"}
 	}
-	if b := failures(v, o, opts, m); b != nil {
+	if b := failures(v, o, opts, cc); b != nil {
 		return b
 	}
 	// Completion, in the driver's order: the Cluster, then each node group, then addons.
-	if c := m.conds(o.Cluster); !c.ClusterReady() {
+	if c := cc.conditions(o.Cluster); !c.ClusterReady() {
 		return &blocker{reason: clusterBlocker(v.StackID, c)}
 	}
-	if b := controlPlaneDone(v, o, opts, m); b != nil {
+	if b := controlPlaneDone(v, o, opts, cc); b != nil {
 		return b
 	}
 	for _, ng := range v.NodeGroups {
-		if ng.Role == "master" || strings.HasPrefix(ng.Status, "DELETE_") {
+		if ng.Role == v1alpha1.RoleMaster || ng.Status.Action() == v1alpha1.ActionDelete {
 			continue
 		}
-		name := generator.ChartComponentName(v.StackID, generator.SanitizedName(ng.Name))
+		name := magnum.ChartComponentName(v.StackID, magnum.SanitizedName(ng.Name))
 		md := find(o.MachineDeployments, name)
 		if md == nil {
 			return &blocker{reason: "waiting for MachineDeployment " + name}
 		}
-		if !machineDeploymentDone(md, m) {
-			return &blocker{reason: describe("MachineDeployment", name, m.conds(md))}
+		if !machineDeploymentDone(md, cc) {
+			return &blocker{reason: describe("MachineDeployment", name, cc.conditions(md))}
 		}
 	}
 	if o.AddonsUnknown {
@@ -162,7 +166,7 @@ func progress(v View, o Objects, opts Options, m memo) *blocker {
 
 // gitopsChain reports what stands between the commit and Helm: Flux not having applied
 // the revision, the HelmRelease not yet reconciled, or Helm failing.
-func gitopsChain(v View, o Objects, m memo) *blocker {
+func gitopsChain(v View, o Objects, cc conditionCache) *blocker {
 	if k := o.Kustomization; k != nil && v.Revision != "" {
 		applied := stringAt(k, "status", "lastAppliedRevision")
 		if !strings.Contains(applied, v.Revision) {
@@ -174,15 +178,15 @@ func gitopsChain(v View, o Objects, m memo) *blocker {
 		return &blocker{reason: "waiting for Flux to create HelmRelease " + v.StackID}
 	}
 	gen := hr.GetGeneration()
-	observed, _ := intAt(hr, p("status", "observedGeneration"))
-	c := m.conds(hr)
-	if stalled := c.V2("Stalled"); stalled.Status == True {
+	observed, _ := intAt(hr, fieldPath("status", "observedGeneration"))
+	c := cc.conditions(hr)
+	if stalled := c.V1Beta2("Stalled"); stalled.Status == True {
 		return &blocker{failed: true, reason: "HelmRelease " + v.StackID + " stalled: " + helmMessage(stalled)}
 	}
 	if observed < gen {
 		return &blocker{reason: fmt.Sprintf("waiting for helm-controller to reconcile HelmRelease %s generation %d", v.StackID, gen)}
 	}
-	ready := c.V2("Ready")
+	ready := c.V1Beta2("Ready")
 	switch ready.Status {
 	case True:
 		return nil
@@ -204,7 +208,7 @@ func helmMessage(c Condition) string {
 }
 
 // failures finds a reason to declare the operation FAILED now.
-func failures(v View, o Objects, opts Options, m memo) *blocker {
+func failures(v View, o Objects, opts Options, cc conditionCache) *blocker {
 	for _, a := range o.Addons {
 		if stringAt(a, "status", "phase") == "Failed" {
 			return &blocker{failed: true, reason: fmt.Sprintf("addon %s failed: %s", a.GetName(), stringAt(a, "status", "failureMessage"))}
@@ -214,16 +218,16 @@ func failures(v View, o Objects, opts Options, m memo) *blocker {
 		if fr := stringAt(ic, "status", "failureReason"); fr != "" {
 			return &blocker{failed: true, reason: fmt.Sprintf("OpenStackCluster %s: %s: %s", ic.GetName(), fr, stringAt(ic, "status", "failureMessage"))}
 		}
-		if ready := m.conds(ic).V2("Ready"); ready.Status == False && ready.Severity == "Error" {
+		if ready := cc.conditions(ic).V1Beta2("Ready"); ready.Status == False && ready.Severity == "Error" {
 			return &blocker{failed: true, reason: fmt.Sprintf("OpenStackCluster %s: %s: %s", ic.GetName(), ready.Reason, ready.Message)}
 		}
 	}
 	deadline := opts.MachineFailureDeadline
 	for _, machine := range o.Machines {
-		c := m.conds(machine)
-		infra := c.V1("InfrastructureReady")
+		c := cc.conditions(machine)
+		infra := c.V1Beta1("InfrastructureReady")
 		if infra.Status == Unknown {
-			infra = c.V2("InfrastructureReady")
+			infra = c.V1Beta2("InfrastructureReady")
 		}
 		if infra.Status != False || infra.Message == "" || !looksLikeError(infra) {
 			continue
@@ -250,22 +254,22 @@ func looksLikeError(c Condition) bool {
 	return false
 }
 
-func controlPlaneDone(v View, o Objects, opts Options, m memo) *blocker {
+func controlPlaneDone(v View, o Objects, opts Options, cc conditionCache) *blocker {
 	kcp := o.ControlPlane
-	name := generator.ChartComponentName(v.StackID, "control-plane")
+	name := magnum.ChartComponentName(v.StackID, "control-plane")
 	if kcp == nil {
 		return &blocker{reason: "waiting for KubeadmControlPlane " + name}
 	}
-	c := m.conds(kcp)
-	spec, _ := intAt(kcp, p("spec", "replicas"))
-	replicas, _ := intAt(kcp, p("status", "replicas"))
-	upToDate, _ := intAt(kcp, p("status", "upToDateReplicas"), p("status", "v1beta2", "upToDateReplicas"), p("status", "updatedReplicas"))
-	ready, _ := intAt(kcp, p("status", "v1beta2", "readyReplicas"), p("status", "readyReplicas"))
+	c := cc.conditions(kcp)
+	spec, _ := intAt(kcp, fieldPath("spec", "replicas"))
+	replicas, _ := intAt(kcp, fieldPath("status", "replicas"))
+	upToDate, _ := intAt(kcp, fieldPath("status", "upToDateReplicas"), fieldPath("status", "v1beta2", "upToDateReplicas"), fieldPath("status", "updatedReplicas"))
+	ready, _ := intAt(kcp, fieldPath("status", "v1beta2", "readyReplicas"), fieldPath("status", "readyReplicas"))
 	condsOK := false
-	if c.HasV1() {
-		condsOK = c.V1All(opts.ControlPlaneConditions...)
+	if c.HasV1Beta1() {
+		condsOK = c.AllV1Beta1True(opts.ControlPlaneConditions...)
 	} else {
-		condsOK = c.V2("Available").Status == True
+		condsOK = c.V1Beta2("Available").Status == True
 	}
 	if !condsOK || spec != replicas || replicas != upToDate || upToDate != ready {
 		reason := describe("KubeadmControlPlane", name, c)
@@ -279,14 +283,14 @@ func controlPlaneDone(v View, o Objects, opts Options, m memo) *blocker {
 
 // machineDeploymentDone: the right number of machines, all up to date and ready, nothing
 // rolling out or scaling.
-func machineDeploymentDone(md *unstructured.Unstructured, m memo) bool {
-	c := m.conds(md)
-	spec, _ := intAt(md, p("spec", "replicas"))
-	replicas, _ := intAt(md, p("status", "replicas"))
-	upToDate, _ := intAt(md, p("status", "upToDateReplicas"), p("status", "v1beta2", "upToDateReplicas"), p("status", "updatedReplicas"))
-	ready, _ := intAt(md, p("status", "v1beta2", "readyReplicas"), p("status", "readyReplicas"))
+func machineDeploymentDone(md *unstructured.Unstructured, cc conditionCache) bool {
+	c := cc.conditions(md)
+	spec, _ := intAt(md, fieldPath("spec", "replicas"))
+	replicas, _ := intAt(md, fieldPath("status", "replicas"))
+	upToDate, _ := intAt(md, fieldPath("status", "upToDateReplicas"), fieldPath("status", "v1beta2", "upToDateReplicas"), fieldPath("status", "updatedReplicas"))
+	ready, _ := intAt(md, fieldPath("status", "v1beta2", "readyReplicas"), fieldPath("status", "readyReplicas"))
 	for _, t := range []string{"RollingOut", "ScalingUp", "ScalingDown"} {
-		if c.V2(t).Status == True {
+		if c.V1Beta2(t).Status == True {
 			return false
 		}
 	}
@@ -306,11 +310,11 @@ func clusterBlocker(name string, c Conditions) string {
 	}
 	// v1beta2 Available aggregates the others with a message naming the culprits; when it
 	// has none, the v1beta1 conditions say more.
-	if avail := c.V2("Available"); c.HasV2() && avail.Status != True && (avail.Message != "" || !c.HasV1()) {
+	if avail := c.V1Beta2("Available"); c.HasV1Beta2() && avail.Status != True && (avail.Message != "" || !c.HasV1Beta1()) {
 		return say(avail)
 	}
 	for _, t := range []string{"InfrastructureReady", "ControlPlaneReady", "Ready"} {
-		if cond := c.V1(t); cond.Status != True {
+		if cond := c.V1Beta1(t); cond.Status != True {
 			return say(cond)
 		}
 	}
@@ -323,9 +327,9 @@ func describe(kind, name string, c Conditions) string {
 	if len(w) == 0 {
 		return kind + " " + name + ": not ready"
 	}
-	cond := c.V1(w[0])
+	cond := c.V1Beta1(w[0])
 	if cond.Status == Unknown && cond.Message == "" {
-		cond = c.V2(w[0])
+		cond = c.V1Beta2(w[0])
 	}
 	msg := fmt.Sprintf("%s %s: %s %s", kind, name, cond.Type, cond.Status)
 	if cond.Message != "" {

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/status"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/status"
 )
 
 var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
@@ -63,7 +65,7 @@ func loadStates(t testing.TB) map[string]stateFixture {
 
 func (sf stateFixture) inputs(t testing.TB) (status.View, status.Objects, status.Options) {
 	t.Helper()
-	ev, err := generator.DecodeEvent(sf.Magnum)
+	ev, err := v1alpha1.DecodeEvent(sf.Magnum)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +80,13 @@ func (sf stateFixture) inputs(t testing.TB) (status.View, status.Objects, status
 	return v, o, status.OptionsFor(ev, status.DefaultOptions(sf.Now))
 }
 
-func TestMapStates(t *testing.T) {
+func TestEvaluateStates(t *testing.T) {
 	t.Parallel()
 	for name, sf := range loadStates(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			v, o, opts := sf.inputs(t)
-			r := status.Map(v, o, opts)
+			r := status.Evaluate(v, o, opts)
 			e := sf.Expect
 			check := func(what string, got, want any) {
 				t.Helper()
@@ -93,7 +95,7 @@ func TestMapStates(t *testing.T) {
 				}
 			}
 			if e.Status != "" {
-				check("status", r.Status, e.Status)
+				check("status", string(r.Status), e.Status)
 			}
 			if e.StatusReason != nil {
 				if *e.StatusReason == "" && r.StatusReason != "" || !strings.Contains(r.StatusReason, *e.StatusReason) {
@@ -101,7 +103,7 @@ func TestMapStates(t *testing.T) {
 				}
 			}
 			if e.HealthStatus != "" {
-				check("health_status", r.HealthStatus, e.HealthStatus)
+				check("health_status", string(r.HealthStatus), e.HealthStatus)
 			}
 			for k, want := range e.HealthReason {
 				if !strings.Contains(r.HealthReason[k], want) {
@@ -119,7 +121,7 @@ func TestMapStates(t *testing.T) {
 				groups[g.Name] = g
 			}
 			for n, want := range e.NodeGroups {
-				check("nodegroup "+n, groups[n].Status, want)
+				check("nodegroup "+n, string(groups[n].Status), want)
 			}
 			for n, want := range e.Gone {
 				check("nodegroup "+n+" gone", groups[n].Gone, want)

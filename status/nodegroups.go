@@ -1,67 +1,76 @@
 package status
 
 import (
-	"strings"
-
-	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
-// nodeGroups applies driver-reference §5.3: each group's objects decide READY, FAILED,
-// PENDING or NOT_PRESENT, and that moves its Magnum status by prefix. Worker counts come
-// from the MachineDeployment's replicas, which the autoscaler sets.
-func nodeGroups(v View, o Objects, opts Options, m memo) (out []NodeGroupReport, nodes, masters int) {
+// groupState is what a node group's objects say, before it is turned into a Magnum status
+// (the driver's _get_node_group_status states).
+type groupState int
+
+const (
+	// notPresent: no KubeadmControlPlane / MachineDeployment for the group.
+	notPresent groupState = iota
+	// pending: the objects exist and are not done.
+	pending
+	// ready: the objects are done.
+	ready
+	// failed: the MachineDeployment reports the Failed phase.
+	failed
+)
+
+// nodeGroups applies the driver's node group status rule (docs/driver-rules.md, "Status"):
+// each group's objects decide its state, and the state completes or fails the group's
+// current action. Worker counts come from the MachineDeployment's replicas, which the
+// autoscaler sets.
+func nodeGroups(v View, o Objects, opts Options, cc conditionCache) (out []NodeGroupReport, nodes, masters int) {
 	for _, ng := range v.NodeGroups {
 		rep := NodeGroupReport{Name: ng.Name, Status: ng.Status, NodeCount: ng.NodeCount}
-		var state string
-		if ng.Role == "master" {
-			state = "NOT_PRESENT"
+		action := ng.Status.Action()
+		state := notPresent
+		if ng.Role == v1alpha1.RoleMaster {
 			if kcp := o.ControlPlane; kcp != nil {
-				state = "PENDING"
-				if controlPlaneDone(v, o, opts, m) == nil {
-					state = "READY"
+				state = pending
+				if controlPlaneDone(v, o, opts, cc) == nil {
+					state = ready
 				}
-				if n, ok := intAt(kcp, p("spec", "replicas")); ok {
+				if n, ok := intAt(kcp, fieldPath("spec", "replicas")); ok {
 					rep.NodeCount = int(n)
 				}
 			}
 			masters += rep.NodeCount
 		} else {
-			name := generator.ChartComponentName(v.StackID, generator.SanitizedName(ng.Name))
-			md := find(o.MachineDeployments, name)
+			md := find(o.MachineDeployments, magnum.ChartComponentName(v.StackID, magnum.SanitizedName(ng.Name)))
 			switch {
-			case md == nil && strings.HasPrefix(ng.Status, "DELETE_") && machinesOf(o, ng.Name) > 0:
-				state = "PENDING"
+			case md == nil && action == v1alpha1.ActionDelete && machinesOf(o, ng.Name) > 0:
+				state = pending
 			case md == nil:
-				state = "NOT_PRESENT"
+				state = notPresent
 			default:
-				switch phase := stringAt(md, "status", "phase"); {
-				case phase == "Failed":
-					state = "FAILED"
-				case machineDeploymentDone(md, m):
-					state = "READY"
+				switch {
+				case stringAt(md, "status", "phase") == "Failed":
+					state = failed
+				case machineDeploymentDone(md, cc):
+					state = ready
 				default:
-					state = "PENDING"
+					state = pending
 				}
-				if n, ok := intAt(md, p("spec", "replicas")); ok {
+				if n, ok := intAt(md, fieldPath("spec", "replicas")); ok {
 					rep.NodeCount = int(n)
 				}
 			}
 		}
 		switch {
-		case strings.HasPrefix(ng.Status, "DELETE_"):
-			if state == "NOT_PRESENT" {
-				rep.Gone = !ng.IsDefault
-				rep.Status = DeleteComplete
-			}
-		case strings.HasPrefix(ng.Status, "CREATE_"):
-			rep.Status = map[string]string{"READY": CreateComplete, "FAILED": CreateFailed}[state]
-		case strings.HasPrefix(ng.Status, "UPDATE_"):
-			rep.Status = map[string]string{"READY": UpdateComplete, "FAILED": UpdateFailed}[state]
+		case action == v1alpha1.ActionDelete && state == notPresent:
+			rep.Gone = !ng.IsDefault
+			rep.Status = v1alpha1.DeleteComplete
+		case (action == v1alpha1.ActionCreate || action == v1alpha1.ActionUpdate) && state == ready:
+			rep.Status = v1alpha1.StatusOf(action, v1alpha1.Complete)
+		case (action == v1alpha1.ActionCreate || action == v1alpha1.ActionUpdate) && state == failed:
+			rep.Status = v1alpha1.StatusOf(action, v1alpha1.Failed)
 		}
-		if rep.Status == "" {
-			rep.Status = ng.Status
-		}
-		if ng.Role != "master" && !rep.Gone {
+		if ng.Role != v1alpha1.RoleMaster && !rep.Gone {
 			nodes += rep.NodeCount
 		}
 		out = append(out, rep)
@@ -72,9 +81,9 @@ func nodeGroups(v View, o Objects, opts Options, m memo) (out []NodeGroupReport,
 // machinesOf counts the worker Machines of a node group.
 func machinesOf(o Objects, group string) int {
 	n := 0
-	want := generator.SanitizedName(group)
+	want := magnum.SanitizedName(group)
 	for _, m := range o.Machines {
-		if label(m, "capi.stackhpc.com/node-group") == want && label(m, "capi.stackhpc.com/component") == "worker" {
+		if label(m, magnum.LabelChartNodeGroup) == want && label(m, magnum.LabelChartComponent) == "worker" {
 			n++
 		}
 	}

@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnum-gitops/magnum-gitops/status"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/magnum-gitops/magnum-gitops/status"
 )
 
 type failingSource struct{ err error }
@@ -40,18 +43,18 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	reports := status.Sweep(context.Background(), status.StaticSource(objs), []status.View{v}, opts)
-	if reports[0].Status != status.CreateComplete || reports[0].HealthStatus != status.Healthy {
+	if reports[0].Status != v1alpha1.CreateComplete || reports[0].HealthStatus != v1alpha1.Healthy {
 		t.Errorf("sweep = %+v", reports[0])
 	}
 	// Without the addons CRDs the addon state is Unknown: not complete, not an error.
 	reports = status.Sweep(context.Background(), noAddons{objs}, []status.View{v}, opts)
-	if reports[0].Status != status.CreateInProgress || !strings.Contains(reports[0].StatusReason, "addon state unknown") {
+	if reports[0].Status != v1alpha1.CreateInProgress || !strings.Contains(reports[0].StatusReason, "addon state unknown") {
 		t.Errorf("without addon CRDs: %+v", reports[0])
 	}
 	// An unreachable API: every cluster keeps its status, health UNKNOWN with the reason.
 	reports = status.Sweep(context.Background(), failingSource{errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")}, []status.View{v, v}, opts)
 	for _, r := range reports {
-		if r.Status != v.Status || r.HealthStatus != status.UnknownHealth || !strings.Contains(r.HealthReason["cluster"], "connection refused") {
+		if r.Status != v.Status || r.HealthStatus != v1alpha1.UnknownHealth || !strings.Contains(r.HealthReason["cluster"], "connection refused") {
 			t.Errorf("unreachable: %+v", r)
 		}
 	}
@@ -95,7 +98,7 @@ func BenchmarkSweep(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		st := time.Now()
 		reports := status.Sweep(context.Background(), objs, views, opts)
-		if reports[n-1].Status != status.CreateComplete {
+		if reports[n-1].Status != v1alpha1.CreateComplete {
 			b.Fatalf("last cluster: %+v", reports[n-1])
 		}
 		b.ReportMetric(float64(time.Since(st).Milliseconds()), "ms/sweep")
@@ -114,12 +117,12 @@ func TestSweepWaitsForFluxRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := status.Sweep(context.Background(), status.StaticSource(objs), []status.View{v}, opts)[0]
-	if r.Status != status.UpdateInProgress || !strings.Contains(r.StatusReason, "waiting for Flux to apply revision 89abcdef0123") {
+	if r.Status != v1alpha1.UpdateInProgress || !strings.Contains(r.StatusReason, "waiting for Flux to apply revision 89abcdef0123") {
 		t.Errorf("report = %+v", r)
 	}
 	v.Revision = "0123456789abcdef0123456789abcdef01234567" // the applied one
 	r = status.Sweep(context.Background(), status.StaticSource(objs), []status.View{v}, opts)[0]
-	if r.Status != status.UpdateComplete {
+	if r.Status != v1alpha1.UpdateComplete {
 		t.Errorf("with the applied revision: %+v", r)
 	}
 }

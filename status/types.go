@@ -3,24 +3,9 @@ package status
 import (
 	"time"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-)
-
-// Magnum cluster statuses (magnum/objects/fields.py) and health statuses.
-const (
-	CreateInProgress = "CREATE_IN_PROGRESS"
-	CreateComplete   = "CREATE_COMPLETE"
-	CreateFailed     = "CREATE_FAILED"
-	UpdateInProgress = "UPDATE_IN_PROGRESS"
-	UpdateComplete   = "UPDATE_COMPLETE"
-	UpdateFailed     = "UPDATE_FAILED"
-	DeleteInProgress = "DELETE_IN_PROGRESS"
-	DeleteComplete   = "DELETE_COMPLETE"
-	DeleteFailed     = "DELETE_FAILED"
-
-	Healthy       = "HEALTHY"
-	Unhealthy     = "UNHEALTHY"
-	UnknownHealth = "UNKNOWN"
 )
 
 // View is what Magnum knows of a cluster: the input the objects are judged against.
@@ -31,7 +16,7 @@ type View struct {
 	StackID   string
 	Namespace string
 	// Status is the current Magnum status, e.g. CREATE_IN_PROGRESS.
-	Status string
+	Status v1alpha1.ClusterStatus
 	// Since is when the current operation started (Magnum's updated_at).
 	Since      time.Time
 	NodeGroups []NodeGroupView
@@ -44,7 +29,7 @@ type View struct {
 type NodeGroupView struct {
 	Name      string
 	Role      string
-	Status    string
+	Status    v1alpha1.ClusterStatus
 	IsDefault bool
 	NodeCount int
 }
@@ -84,17 +69,17 @@ type Options struct {
 
 // Report is the Magnum view of what the objects say, with Magnum's field names.
 type Report struct {
-	ClusterUUID  string            `json:"uuid"`
-	StackID      string            `json:"stack_id"`
-	Status       string            `json:"status"`
-	StatusReason string            `json:"status_reason"`
-	APIAddress   string            `json:"api_address,omitempty"`
-	COEVersion   string            `json:"coe_version,omitempty"`
-	NodeCount    int               `json:"node_count"`
-	MasterCount  int               `json:"master_count"`
-	NodeGroups   []NodeGroupReport `json:"nodegroups"`
-	HealthStatus string            `json:"health_status"`
-	HealthReason map[string]string `json:"health_status_reason"`
+	ClusterUUID  string                 `json:"uuid"`
+	StackID      string                 `json:"stack_id"`
+	Status       v1alpha1.ClusterStatus `json:"status"`
+	StatusReason string                 `json:"status_reason"`
+	APIAddress   string                 `json:"api_address,omitempty"`
+	COEVersion   string                 `json:"coe_version,omitempty"`
+	NodeCount    int                    `json:"node_count"`
+	MasterCount  int                    `json:"master_count"`
+	NodeGroups   []NodeGroupReport      `json:"nodegroups"`
+	HealthStatus v1alpha1.HealthStatus  `json:"health_status"`
+	HealthReason map[string]string      `json:"health_status_reason"`
 	// SecretsRemovable is the delete signal: the CAPI Cluster is gone, so the cluster's
 	// Secrets (and application credential) may be removed.
 	SecretsRemovable bool `json:"secrets_removable"`
@@ -102,9 +87,9 @@ type Report struct {
 
 // NodeGroupReport is one node group's state.
 type NodeGroupReport struct {
-	Name      string `json:"name"`
-	Status    string `json:"status"`
-	NodeCount int    `json:"node_count"`
+	Name      string                 `json:"name"`
+	Status    v1alpha1.ClusterStatus `json:"status"`
+	NodeCount int                    `json:"node_count"`
 	// Gone is set for a deleted non-default group whose machines are all gone: Magnum may
 	// destroy its record.
 	Gone bool `json:"gone,omitempty"`

@@ -51,7 +51,8 @@ func stringAt(o *unstructured.Unstructured, path ...string) string {
 	return str(v)
 }
 
-func p(path ...string) []string { return path }
+// fieldPath spells a field path in the argument list of intAt.
+func fieldPath(path ...string) []string { return path }
 
 // splitAPIVersion splits an object's apiVersion without allocating.
 func splitAPIVersion(o *unstructured.Unstructured) (group, version string) {

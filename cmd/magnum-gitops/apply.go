@@ -1,13 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/gitrepo"
-	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/spf13/cobra"
+
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
 func newApplyCommand() *cobra.Command {
@@ -42,55 +40,35 @@ func runApply(cmd *cobra.Command, filename, configFile string, insecurePlaintext
 	if err != nil {
 		return err
 	}
-	data, err := readInput(cmd.InOrStdin(), filename)
+	p, err := file.pipeline(insecurePlaintext)
 	if err != nil {
 		return err
 	}
-	ev, err := generator.DecodeEvent(data)
-	if err != nil {
-		return fmt.Errorf("%s:\n%w", filename, err)
-	}
-	if err := fillCABundle(ev, &file.Config); err != nil {
-		return err
-	}
-	gopts, err := file.Git.options()
+	ev, err := decodeInput(cmd.InOrStdin(), filename)
 	if err != nil {
 		return err
 	}
-	repo, err := gitrepo.Open(ctx, gopts)
+	sink, err := file.gitSink(ctx)
 	if err != nil {
 		return err
 	}
-	c := &reconciler.Committer{Repo: repo, Config: &file.Config, ReviewBranch: file.Git.Review.BranchTemplate}
-	enc, err := file.Sops.encrypter()
+	out, err := sink.Apply(ctx, p, ev)
+	sum := reconciler.Summarize(ev, out, err)
+	logSummary(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), sum)
 	if err != nil {
-		return err
+		return inputError(filename, err)
 	}
-	switch {
-	case enc != nil:
-		c.Secrets = enc.Encoder
-		c.Extra = map[string][]byte{".sops.yaml": enc.CreationRules(file.Config.Flux.Path)}
-	case insecurePlaintext:
-		c.Secrets = func(func(string) ([]byte, bool)) generator.SecretEncoder { return generator.PlaintextSecrets }
-	}
-	res, rendered, err := c.Apply(ctx, ev)
-	if err != nil {
-		if rendered != nil && !errorsIsInput(err) {
-			return fmt.Errorf("%s: %w", rendered, err)
-		}
-		return err
-	}
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-	log.Info("applied", "operation", rendered.Operation, "cluster", rendered.ClusterUUID, "stack_id", rendered.ReleaseName,
-		"namespace", rendered.Namespace, "branch", res.Branch, "commit", res.Commit.String(), "no_op", res.NoOp,
-		"attempts", res.Attempts, "pull_request", res.PullRequestURL)
-	return writeJSON(cmd.OutOrStdout(), map[string]any{"stack_id": rendered.ReleaseName, "stack_id_generated": rendered.ReleaseNameGenerated,
-		"namespace": rendered.Namespace, "branch": res.Branch, "commit": commitString(res), "no_op": res.NoOp, "pull_request": res.PullRequestURL})
+	return writeJSON(cmd.OutOrStdout(), sum)
 }
 
-func commitString(r *gitrepo.Result) string {
-	if r.NoOp {
-		return ""
+// logSummary logs an event's outcome once, with the keys the service uses.
+func logSummary(log *slog.Logger, s reconciler.Summary) {
+	attrs := []any{"event_id", s.EventID, "operation", s.Operation, "cluster", s.ClusterUUID, "stack_id", s.StackID,
+		"namespace", s.Namespace, "outcome", s.Outcome}
+	if s.Error != "" {
+		log.Error("event failed", append(attrs, "error", s.Error)...)
+		return
 	}
-	return r.Commit.String()
+	log.Info("event applied", append(attrs, "commit", s.Revision, "branch", s.Branch, "attempts", s.Attempts,
+		"pull_request", s.PullRequestURL)...)
 }

@@ -29,7 +29,7 @@ func TestApplyCommitsToConfiguredRepository(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep["commit"] == "" || rep["no_op"] != false || rep["branch"] != "main" {
+	if rep["revision"] == "" || rep["no_op"] != false || rep["branch"] != "main" {
 		t.Errorf("report = %v", rep)
 	}
 	log, _ := exec.Command("git", "-C", remote, "log", "--format=%an|%s", "main").CombinedOutput()

@@ -5,8 +5,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
 // fileConfig is the --config document: the generator's sections (magnum, flux,
@@ -30,7 +33,7 @@ func loadConfig(path string) (*fileConfig, error) {
 			return nil, fmt.Errorf("reading config: %w", err)
 		}
 		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-			return nil, &generator.FieldError{Field: "config " + path, Message: cleanYAMLError(err)}
+			return nil, &v1alpha1.FieldError{Field: "config " + path, Message: cleanYAMLError(err)}
 		}
 		if cfg.MagnumConf != "" {
 			// Defaults, then magnum.conf, then this file's own magnum section.
@@ -43,7 +46,7 @@ func loadConfig(path string) (*fileConfig, error) {
 				return nil, err
 			}
 			if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-				return nil, &generator.FieldError{Field: "config " + path, Message: cleanYAMLError(err)}
+				return nil, &v1alpha1.FieldError{Field: "config " + path, Message: cleanYAMLError(err)}
 			}
 		}
 	}

@@ -17,12 +17,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
+	"github.com/spf13/cobra"
+
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
-	"github.com/spf13/cobra"
 )
 
 func newDemoCommand() *cobra.Command {
@@ -78,8 +79,8 @@ func runDemo(ctx context.Context, w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	c := &reconciler.Committer{Repo: repo, Config: &cfg, Secrets: enc.Encoder,
-		Extra: map[string][]byte{".sops.yaml": enc.CreationRules(cfg.Flux.Path)}}
+	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Encrypter: enc}}
+	sink := &reconciler.GitSink{Repo: repo}
 	names, err := fixtures.EventNames()
 	if err != nil {
 		return err
@@ -89,17 +90,17 @@ func runDemo(ctx context.Context, w io.Writer, dir string) error {
 		if err != nil {
 			return err
 		}
-		ev, err := generator.DecodeEvent(data)
+		ev, err := reconciler.Decode(data)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		res, _, err := c.Apply(ctx, ev)
+		out, err := sink.Apply(ctx, p, ev)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		what := "no change"
-		if !res.NoOp {
-			what = res.Commit.String()[:10]
+		if !out.NoOp() {
+			what = out.Commit[:10]
 		}
 		fmt.Fprintf(w, "%-42s %s\n", name, what)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 

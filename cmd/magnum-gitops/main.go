@@ -7,14 +7,15 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
-		if errors.Is(err, generator.ErrInvalidInput) {
+		if errors.Is(err, v1alpha1.ErrInvalidInput) {
 			os.Exit(2)
 		}
 		os.Exit(1)
@@ -22,7 +23,7 @@ func main() {
 }
 
 // errorsIsInput reports errors that blame the input, which are reported as they are.
-func errorsIsInput(err error) bool { return errors.Is(err, generator.ErrInvalidInput) }
+func errorsIsInput(err error) bool { return errors.Is(err, v1alpha1.ErrInvalidInput) }
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 )
 
 var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
@@ -120,7 +120,7 @@ func TestRenderBadInputWritesNothing(t *testing.T) {
 	bad := strings.Replace(string(data), "kube_version: v1.33.7", "kube_version: ''", 1)
 	bad = strings.Replace(bad, "name: default-worker", "name: w", 1)
 	_, _, err := run(t, bad, "render", "-f", "-", "--out-dir", dir, "--insecure-plaintext-secrets")
-	if !errors.Is(err, generator.ErrInvalidInput) {
+	if !errors.Is(err, v1alpha1.ErrInvalidInput) {
 		t.Fatalf("err = %v, want an input error", err)
 	}
 	for _, want := range []string{"resolved.image.kube_version", "nodegroups[1].name"} {

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+
+	"github.com/spf13/cobra"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/spf13/cobra"
 )
 
 type renderOptions struct {
@@ -44,7 +48,7 @@ is given.`,
   cat event.json | magnum-gitops render -f - -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -59,7 +63,7 @@ is given.`,
 	return cmd
 }
 
-func (o *renderOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
+func (o *renderOptions) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
 	switch o.output {
 	case "yaml", "values", "json":
 	default:
@@ -69,69 +73,48 @@ func (o *renderOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := &file.Config
 	if o.format != "" {
-		cfg.Format = o.format
-		if err := cfg.Validate(); err != nil {
+		file.Config.Format = o.format
+		if err := file.Config.Validate(); err != nil {
 			return fmt.Errorf("--format: %w", err)
 		}
 	}
-	data, err := readInput(stdin, o.filename)
+	p, err := file.pipeline(o.insecurePlaintext)
 	if err != nil {
 		return err
 	}
-	ev, err := generator.DecodeEvent(data)
-	if err != nil {
-		return fmt.Errorf("%s:\n%w", o.filename, err)
-	}
-	if err := fillCABundle(ev, cfg); err != nil {
-		return err
-	}
-	res, err := generator.Render(ev, cfg)
-	if err != nil {
-		return fmt.Errorf("%s:\n%w", o.filename, err)
-	}
-	enc, err := file.Sops.encrypter()
+	ev, err := decodeInput(stdin, o.filename)
 	if err != nil {
 		return err
 	}
-	plan := secretsPlan{enc: enc, plaintext: o.insecurePlaintext}
-	var names []string
-	existing := func(string) ([]byte, bool) { return nil, false }
 	if o.outDir != "" {
-		dir := filepath.Join(o.outDir, generator.ClusterDir(cfg, res.Namespace, res.ReleaseName))
-		names = existingFiles(dir)
-		existing = func(name string) ([]byte, bool) {
-			b, err := os.ReadFile(filepath.Join(dir, name))
-			return b, err == nil
+		sink := &reconciler.DirSink{Root: o.outDir}
+		out, err := sink.Apply(ctx, p, ev)
+		if err != nil {
+			return inputError(o.filename, err)
 		}
-	}
-	opts, err := plan.options(res, names, existing)
-	if err != nil && (o.outDir != "" || o.output == "yaml") {
-		return err
-	}
-	if err != nil { // -o values and -o json print no Secret
-		opts.Secrets = nil
-	}
-	fs, err := res.Files(cfg, opts)
-	if err != nil {
-		return err
-	}
-	plan.addCreationRules(cfg, fs)
-	if o.outDir != "" {
-		if err := writeFileSet(o.outDir, fs); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "rendered %s into %s (%d files, %d removed)\n", res, o.outDir, len(fs.Files), len(fs.Deletes))
+		fmt.Fprintf(stderr, "rendered %s into %s (%d files changed)\n", out.Plan.Result, o.outDir, len(out.Plan.Changes))
 		return nil
 	}
-	switch o.output {
-	case "values":
-		return writeJSON(stdout, res.Values)
-	case "json":
-		return writeJSON(stdout, report{Result: res, Files: fs.Paths()})
+	res, err := p.Render(ctx, ev)
+	if err != nil {
+		return inputError(o.filename, err)
 	}
-	_, err = stdout.Write(fs.Stream())
+	if o.output == "values" {
+		return writeJSON(stdout, res.Values)
+	}
+	if o.output == "json" {
+		// The report shows no Secret, so it needs no encryption.
+		p.Secrets.Omit = p.Secrets.Encrypter == nil && !p.Secrets.Plaintext
+	}
+	plan, err := p.Plan(ev, res, reconciler.EmptyTree{})
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		return writeJSON(stdout, report{Result: res, Files: plan.Files.Paths()})
+	}
+	_, err = stdout.Write(plan.Files.Stream())
 	return err
 }
 
@@ -152,4 +135,25 @@ func readInput(stdin io.Reader, name string) ([]byte, error) {
 		return io.ReadAll(stdin)
 	}
 	return os.ReadFile(name)
+}
+
+// decodeInput reads and decodes a ClusterEvent file (- for standard input).
+func decodeInput(stdin io.Reader, name string) (*v1alpha1.ClusterEvent, error) {
+	data, err := readInput(stdin, name)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := reconciler.Decode(data)
+	if err != nil {
+		return nil, inputError(name, err)
+	}
+	return ev, nil
+}
+
+// inputError puts the file name in front of an error that blames it.
+func inputError(name string, err error) error {
+	if reconciler.KindOf(err) == reconciler.KindInvalid {
+		return fmt.Errorf("%s:\n%w", name, err)
+	}
+	return err
 }

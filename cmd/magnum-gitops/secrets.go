@@ -2,12 +2,9 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"path"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 )
 
@@ -22,9 +19,6 @@ type sopsConfig struct {
 	// compare them. It opens every Secret: prefer the digest key.
 	AgeIdentityFile string `json:"age_identity_file,omitempty"`
 }
-
-// errPlaintextRefused is returned when Secrets would be written and nothing encrypts them.
-var errPlaintextRefused = errors.New("Secrets would be written in plaintext: set sops.age_recipients (see README, Management cluster setup), or pass --insecure-plaintext-secrets")
 
 // encrypter builds the SOPS encrypter of a configuration; nil when no recipient is set.
 func (c *sopsConfig) encrypter() (*sopsenc.Encrypter, error) {
@@ -47,39 +41,4 @@ func (c *sopsConfig) encrypter() (*sopsenc.Encrypter, error) {
 		o.Identity = string(b)
 	}
 	return sopsenc.New(o)
-}
-
-// secretsPlan decides how a result's Secrets reach the output: encrypted, in plaintext
-// when explicitly allowed, or refused.
-type secretsPlan struct {
-	enc       *sopsenc.Encrypter
-	plaintext bool
-}
-
-// options returns the FileOptions for a result whose cluster directory currently holds
-// the files read by existing.
-func (p secretsPlan) options(res *generator.Result, names []string, existing func(string) ([]byte, bool)) (generator.FileOptions, error) {
-	opts := generator.FileOptions{Existing: names}
-	switch {
-	case p.enc != nil:
-		opts.Secrets = p.enc.Encoder(existing)
-	case p.plaintext:
-		opts.Secrets = generator.PlaintextSecrets
-	case len(res.Objects.Secrets) > 0:
-		return opts, fmt.Errorf("%s: %d %w", res, len(res.Objects.Secrets), errPlaintextRefused)
-	}
-	return opts, nil
-}
-
-// addCreationRules writes the repository's .sops.yaml next to encrypted Secrets.
-func (p secretsPlan) addCreationRules(cfg *generator.Config, fs *generator.FileSet) {
-	if p.enc == nil {
-		return
-	}
-	for f := range fs.Files {
-		if path.Ext(f) == ".yaml" && len(f) > len(sopsenc.FileSuffix) && f[len(f)-len(sopsenc.FileSuffix):] == sopsenc.FileSuffix {
-			fs.Files[".sops.yaml"] = p.enc.CreationRules(cfg.Flux.Path)
-			return
-		}
-	}
 }

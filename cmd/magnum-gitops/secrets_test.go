@@ -10,10 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+
 	"filippo.io/age"
 	"github.com/getsops/sops/v3/decrypt"
+
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
-	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
 // sopsConfigFile writes a configuration with a fresh age recipient and digest key.
@@ -40,13 +43,13 @@ func TestRenderRefusesPlaintextSecrets(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	_, _, err := run(t, "", "render", "-f", fixture, "--out-dir", dir)
-	if !errors.Is(err, errPlaintextRefused) || !strings.Contains(err.Error(), "5 Secrets would be written in plaintext") {
+	if !errors.Is(err, reconciler.ErrPlaintextRefused) || !strings.Contains(err.Error(), "5 Secrets would be written in plaintext") {
 		t.Fatalf("err = %v, want the plaintext refusal", err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("something was written: %v", entries)
 	}
-	if _, _, err := run(t, "", "render", "-f", fixture, "-o", "yaml"); !errors.Is(err, errPlaintextRefused) {
+	if _, _, err := run(t, "", "render", "-f", fixture, "-o", "yaml"); !errors.Is(err, reconciler.ErrPlaintextRefused) {
 		t.Errorf("-o yaml: %v, want the plaintext refusal", err)
 	}
 	// An event without Secret material needs no encryption.
@@ -163,7 +166,7 @@ func fixtureSecretValues(t *testing.T) []string {
 	}
 	for _, n := range names {
 		data, _ := fixtures.Events.ReadFile("events/" + n)
-		ev, err := generator.DecodeEvent(data)
+		ev, err := v1alpha1.DecodeEvent(data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +177,7 @@ func fixtureSecretValues(t *testing.T) []string {
 			add(ac.Secret.Reveal())
 		}
 		if c := ev.Secrets.Certificates; c != nil {
-			for _, kp := range []*generator.KeyPair{c.CA, c.Etcd, c.FrontProxy, c.MagnumClient} {
+			for _, kp := range []*v1alpha1.KeyPair{c.CA, c.Etcd, c.FrontProxy, c.MagnumClient} {
 				if kp == nil {
 					continue
 				}

@@ -6,17 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/magnum-gitops/magnum-gitops/status"
+	"github.com/magnum-gitops/magnum-gitops/status/kube"
 )
 
 type statusOptions struct {
@@ -81,47 +79,28 @@ func (o *statusOptions) run(ctx context.Context, w io.Writer, filter []string) e
 	opts := status.DefaultOptions(time.Now())
 	opts.UpdateTimeout, opts.DeleteTimeout, opts.MachineFailureDeadline = o.updateTimeout, o.deleteTimeout, o.machineDeadline
 	for _, f := range o.magnumFiles {
-		data, err := os.ReadFile(f)
+		ev, err := decodeInput(nil, f)
 		if err != nil {
 			return err
-		}
-		ev, err := generator.DecodeEvent(data)
-		if err != nil {
-			return fmt.Errorf("%s:\n%w", f, err)
 		}
 		views = append(views, status.ViewFromEvent(ev, file.Magnum.CapiHelm.NamespacePrefix))
 		opts = status.OptionsFor(ev, opts)
 	}
-	var src status.Source
-	if o.objectsFile != "" {
-		fh, err := os.Open(o.objectsFile)
-		if err != nil {
-			return err
-		}
-		objs, err := status.LoadObjects(fh)
-		fh.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", o.objectsFile, err)
-		}
-		src = status.StaticSource(objs)
-	} else {
-		c, err := o.cache(ctx)
-		if err != nil {
-			return err
-		}
-		src = status.ClientSource{Reader: c}
+	src, err := o.source(ctx)
+	if err != nil {
+		return err
 	}
 	tctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	snap, snapErr := status.TakeSnapshot(tctx, src)
-	if snap != nil {
+	if snapErr == nil {
 		snap.Kustomization = o.kustomization
 	}
 	if len(views) == 0 {
 		if snapErr != nil {
 			return snapErr
 		}
-		views = discover(tctx, src)
+		views = snap.Discover()
 	}
 	views = filterViews(views, filter)
 	for i := range views {
@@ -135,7 +114,7 @@ func (o *statusOptions) run(ctx context.Context, w io.Writer, filter []string) e
 			continue
 		}
 		objects[i] = snap.Objects(v)
-		reports[i] = status.Map(v, objects[i], opts)
+		reports[i] = status.Evaluate(v, objects[i], opts)
 	}
 	switch o.output {
 	case "json":
@@ -157,58 +136,25 @@ func (o *statusOptions) run(ctx context.Context, w io.Writer, filter []string) e
 	return tw.Flush()
 }
 
-// cache starts an informer cache on the management cluster.
-func (o *statusOptions) cache(ctx context.Context) (cache.Cache, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+// source reads the objects from --objects, or from the management cluster.
+func (o *statusOptions) source(ctx context.Context) (status.Source, error) {
+	if o.objectsFile == "" {
+		c, _, err := kube.StartCache(ctx, o.kubeconfig, o.timeout)
+		if err != nil {
+			return nil, err
+		}
+		return kube.Source{Reader: c}, nil
 	}
-	c, err := cache.New(cfg, status.CacheOptions())
+	fh, err := os.Open(o.objectsFile)
 	if err != nil {
 		return nil, err
 	}
-	go c.Start(ctx) //nolint:errcheck // stopped with ctx
-	wctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	if !c.WaitForCacheSync(wctx) {
-		return nil, fmt.Errorf("management cluster: the cache did not start within %s", o.timeout)
-	}
-	return c, nil
-}
-
-// discover makes a view for every Flux HelmRelease magnum-gitops manages, as if its
-// operation were in progress, so the mapping says where it stands.
-func discover(ctx context.Context, src status.Source) []status.View {
-	hrs, err := src.List(ctx, status.Kinds[0])
+	defer fh.Close()
+	objs, err := status.LoadObjects(fh)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("%s: %w", o.objectsFile, err)
 	}
-	var out []status.View
-	for _, hr := range hrs {
-		l := hr.GetLabels()
-		if l["app.kubernetes.io/managed-by"] != "magnum-gitops" {
-			continue
-		}
-		out = append(out, status.View{ClusterUUID: l["magnum.openstack.org/cluster-uuid"], StackID: hr.GetName(),
-			Name: hr.GetAnnotations()["magnum.openstack.org/cluster-name"], Namespace: hr.GetNamespace(), Status: status.UpdateInProgress,
-			NodeGroups: nodeGroupsFromValues(hr)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+out[i].StackID < out[j].Namespace+out[j].StackID })
-	return out
-}
-
-// nodeGroupsFromValues reads the node groups of a HelmRelease's values.
-func nodeGroupsFromValues(hr *unstructured.Unstructured) []status.NodeGroupView {
-	out := []status.NodeGroupView{{Name: "default-master", Role: "master", Status: status.UpdateInProgress, IsDefault: true}}
-	groups, _, _ := unstructured.NestedSlice(hr.Object, "spec", "values", "nodeGroups")
-	for _, g := range groups {
-		m, _ := g.(map[string]any)
-		n, _ := m["machineCount"].(int64)
-		out = append(out, status.NodeGroupView{Name: fmt.Sprint(m["name"]), Role: "worker", Status: status.UpdateInProgress, NodeCount: int(n)})
-	}
-	return out
+	return status.StaticSource(objs), nil
 }
 
 func filterViews(views []status.View, filter []string) []status.View {
@@ -238,12 +184,12 @@ func printStatusTree(w io.Writer, v status.View, o status.Objects, r status.Repo
 			return
 		}
 		c := status.ReadConditions(obj)
-		cond := c.V1(readyType)
+		cond := c.V1Beta1(readyType)
 		if cond.Status == status.Unknown {
-			cond = c.V2(readyType)
+			cond = c.V1Beta2(readyType)
 		}
 		if cond.Status == status.Unknown && readyType == "Ready" {
-			if a := c.V2("Available"); a.Status != status.Unknown {
+			if a := c.V1Beta2("Available"); a.Status != status.Unknown {
 				cond = a
 			}
 		}

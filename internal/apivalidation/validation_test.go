@@ -11,12 +11,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const fieldManager = "magnum-gitops"
@@ -36,11 +39,11 @@ func renderFixtures(t *testing.T, cfg *generator.Config) map[string]*generator.R
 	out := map[string]*generator.Result{}
 	for _, n := range names {
 		data, _ := fixtures.Events.ReadFile("events/" + n)
-		ev, err := generator.DecodeEvent(data)
+		ev, err := v1alpha1.DecodeEvent(data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Operation == generator.DeleteCluster {
+		if ev.Operation == v1alpha1.DeleteCluster {
 			continue
 		}
 		res, err := generator.Render(ev, cfg)

@@ -33,9 +33,10 @@ import (
 	"github.com/getsops/sops/v3/keys"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 	"github.com/getsops/sops/v3/version"
-	"github.com/magnum-gitops/magnum-gitops/generator"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
 // EncryptedRegex is what SOPS encrypts: the Secret's values, nothing Flux needs to read.

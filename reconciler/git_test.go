@@ -3,13 +3,17 @@ package reconciler_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+
 	"filippo.io/age"
+
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
@@ -19,20 +23,21 @@ import (
 
 var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
 
-func event(t *testing.T, name string) *generator.ClusterEvent {
+func event(t *testing.T, name string) *v1alpha1.ClusterEvent {
 	t.Helper()
 	data, err := fixtures.Events.ReadFile("events/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := generator.DecodeEvent(data)
+	ev, err := v1alpha1.DecodeEvent(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ev
 }
 
-func committer(t *testing.T) (*reconciler.Committer, string) {
+// committer returns a pipeline that encrypts Secrets and a sink on a new bare repository.
+func committer(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "r.git")
 	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", dir).CombinedOutput(); err != nil {
@@ -49,7 +54,7 @@ func committer(t *testing.T) (*reconciler.Committer, string) {
 		t.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
-	return &reconciler.Committer{Repo: repo, Config: &cfg, Secrets: enc.Encoder}, dir
+	return &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Encrypter: enc}}, &reconciler.GitSink{Repo: repo}, dir
 }
 
 func gitOut(t *testing.T, dir string, args ...string) string {
@@ -61,23 +66,23 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-// TestCommitterLifecycle commits a cluster's life (create, resize, delete) and checks the
+// TestGitSinkLifecycle commits a cluster's life (create, resize, delete) and checks the
 // messages, the no-op on an identical event, and that no secret value reaches Git in clear.
-func TestCommitterLifecycle(t *testing.T) {
-	c, dir := committer(t)
+func TestGitSinkLifecycle(t *testing.T) {
+	p, sink, dir := committer(t)
 	ctx := context.Background()
 	create := event(t, "01-prod-a-create.yaml")
-	if _, _, err := c.Apply(ctx, create); err != nil {
+	if _, err := sink.Apply(ctx, p, create); err != nil {
 		t.Fatal(err)
 	}
-	res, _, err := c.Apply(ctx, event(t, "01-prod-a-create.yaml"))
-	if err != nil || !res.NoOp {
-		t.Errorf("the same event again: %+v %v, want a no-op (SOPS files unchanged)", res, err)
+	out, err := sink.Apply(ctx, p, event(t, "01-prod-a-create.yaml"))
+	if err != nil || !out.NoOp() {
+		t.Errorf("the same event again: %+v %v, want a no-op (SOPS files unchanged)", out, err)
 	}
-	if _, _, err := c.Apply(ctx, event(t, "02-prod-a-resize-workers.yaml")); err != nil {
+	if _, err := sink.Apply(ctx, p, event(t, "02-prod-a-resize-workers.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.Apply(ctx, event(t, "08-prod-a-delete.yaml")); err != nil {
+	if _, err := sink.Apply(ctx, p, event(t, "08-prod-a-delete.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	log := gitOut(t, dir, "log", "--format=%B%x00", "main")
@@ -115,17 +120,19 @@ func TestCommitterLifecycle(t *testing.T) {
 	gitOut(t, dir, "fsck", "--strict")
 }
 
-func TestCommitterRefusesPlaintextAndReviewBranch(t *testing.T) {
-	c, dir := committer(t)
-	c.Secrets = nil
-	if _, _, err := c.Apply(context.Background(), event(t, "01-prod-a-create.yaml")); err == nil ||
-		!strings.Contains(err.Error(), "no encryption configured") {
-		t.Errorf("err = %v", err)
+func TestGitSinkRefusesPlaintextAndReviewBranch(t *testing.T) {
+	p, sink, dir := committer(t)
+	p.Secrets = reconciler.SecretPolicy{}
+	_, err := sink.Apply(context.Background(), p, event(t, "01-prod-a-create.yaml"))
+	if !errors.Is(err, reconciler.ErrPlaintextRefused) || reconciler.KindOf(err) != reconciler.KindInvalid {
+		t.Errorf("err = %v, want ErrPlaintextRefused (invalid input)", err)
 	}
-	c2, dir2 := committer(t)
-	_ = dir
-	c2.ReviewBranch = "magnum/{{.StackID}}/{{.EventID}}"
-	res, _, err := c2.Apply(context.Background(), event(t, "02-prod-a-resize-workers.yaml"))
+	if out := gitOut(t, dir, "rev-list", "--all"); out != "" {
+		t.Errorf("a refused event committed:\n%s", out)
+	}
+	p2, sink2, dir2 := committer(t)
+	sink2.ReviewBranch = "magnum/{{.StackID}}/{{.EventID}}"
+	res, err := sink2.Apply(context.Background(), p2, event(t, "02-prod-a-resize-workers.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

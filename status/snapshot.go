@@ -1,20 +1,23 @@
 package status
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Kinds are what the reader watches: the Flux HelmRelease and the Cluster API, CAPO and
 // addon objects of every cluster, read as v1beta1 (the chart's version; CAPI converts).
 var Kinds = []schema.GroupVersionKind{
-	{Group: fluxHelmGroup, Version: "v2", Kind: "HelmRelease"},
+	{Group: FluxHelmGroup, Version: "v2", Kind: "HelmRelease"},
 	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"},
 	{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmControlPlane"},
 	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachineDeployment"},
@@ -22,7 +25,7 @@ var Kinds = []schema.GroupVersionKind{
 	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "OpenStackCluster"},
 	{Group: addonsGroup, Version: "v1alpha1", Kind: "HelmRelease"},
 	{Group: addonsGroup, Version: "v1alpha1", Kind: "Manifests"},
-	{Group: fluxKustomizeGroup, Version: "v1", Kind: "Kustomization"},
+	{Group: FluxKustomizeGroup, Version: "v1", Kind: "Kustomization"},
 }
 
 // DefaultKustomization is the Flux Kustomization that applies the repository, as in
@@ -33,23 +36,6 @@ const DefaultKustomization = "flux-system/magnum-clusters"
 // informers, so a sweep costs one LIST and one WATCH per kind, however many clusters.
 type Source interface {
 	List(ctx context.Context, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error)
-}
-
-// ClientSource lists through a controller-runtime client, usually a cache's.
-type ClientSource struct{ Reader client.Reader }
-
-// List implements Source.
-func (s ClientSource) List(ctx context.Context, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := s.Reader.List(ctx, l); err != nil {
-		return nil, err
-	}
-	out := make([]*unstructured.Unstructured, len(l.Items))
-	for i := range l.Items {
-		out[i] = &l.Items[i]
-	}
-	return out, nil
 }
 
 // StaticSource serves a fixed list of objects (a file, a test).
@@ -94,7 +80,7 @@ func TakeSnapshot(ctx context.Context, src Source) (*Snapshot, error) {
 			return nil, fmt.Errorf("listing %s: %w", gvk.GroupKind(), err)
 		}
 		for _, o := range objs {
-			if gvk.Group == fluxKustomizeGroup {
+			if gvk.Group == FluxKustomizeGroup {
 				s.kustomizations[o.GetNamespace()+"/"+o.GetName()] = o
 				continue
 			}
@@ -107,7 +93,7 @@ func TakeSnapshot(ctx context.Context, src Source) (*Snapshot, error) {
 
 // clusterOf names the cluster an object belongs to.
 func clusterOf(o *unstructured.Unstructured) string {
-	for _, k := range []string{labelChartCluster, labelCAPICluster, labelAddonCluster} {
+	for _, k := range []string{magnum.LabelChartCluster, magnum.LabelClusterName, magnum.LabelAddonCluster} {
 		if v := label(o, k); v != "" {
 			return v
 		}
@@ -131,13 +117,53 @@ func (s *Snapshot) Objects(v View) Objects {
 // an outage of the reader must not look like an outage of the clusters.
 func Sweep(ctx context.Context, src Source, views []View, opts Options) []Report {
 	snap, err := TakeSnapshot(ctx, src)
+	if err != nil {
+		out := make([]Report, len(views))
+		for i, v := range views {
+			out[i] = Unreadable(v, err)
+		}
+		return out
+	}
+	return snap.Evaluate(views, opts)
+}
+
+// Evaluate judges every view against the snapshot.
+func (s *Snapshot) Evaluate(views []View, opts Options) []Report {
 	out := make([]Report, len(views))
 	for i, v := range views {
-		if err != nil {
-			out[i] = Unreadable(v, err)
-			continue
+		out[i] = Evaluate(v, s.Objects(v), opts)
+	}
+	return out
+}
+
+// Discover makes a view for every Flux HelmRelease magnum-gitops manages, as if an update
+// were in progress, so that the judgement says where each cluster stands when Magnum's
+// side is not at hand. The node groups come from the release's values.
+func (s *Snapshot) Discover() []View {
+	var out []View
+	for _, objs := range s.byCluster {
+		for _, hr := range objs {
+			if g, _ := splitAPIVersion(hr); g != FluxHelmGroup || kindOf(hr) != "HelmRelease" || label(hr, magnum.LabelManagedBy) != magnum.ManagedBy {
+				continue
+			}
+			out = append(out, View{ClusterUUID: label(hr, magnum.LabelClusterUUID), StackID: hr.GetName(),
+				Name: hr.GetAnnotations()[magnum.AnnotationClusterName], Namespace: hr.GetNamespace(),
+				Status: v1alpha1.UpdateInProgress, NodeGroups: nodeGroupsFromValues(hr)})
 		}
-		out[i] = Map(v, snap.Objects(v), opts)
+	}
+	slices.SortFunc(out, func(a, b View) int { return cmp.Compare(a.Namespace+"/"+a.StackID, b.Namespace+"/"+b.StackID) })
+	return out
+}
+
+// nodeGroupsFromValues reads the node groups of a HelmRelease's chart values: the control
+// plane and every nodeGroups entry.
+func nodeGroupsFromValues(hr *unstructured.Unstructured) []NodeGroupView {
+	out := []NodeGroupView{{Name: v1alpha1.DefaultMasterNodeGroup, Role: v1alpha1.RoleMaster, Status: v1alpha1.UpdateInProgress, IsDefault: true}}
+	groups, _, _ := unstructured.NestedSlice(hr.Object, "spec", "values", "nodeGroups")
+	for _, g := range groups {
+		m, _ := g.(map[string]any)
+		n, _ := m["machineCount"].(int64)
+		out = append(out, NodeGroupView{Name: str(m["name"]), Role: v1alpha1.RoleWorker, Status: v1alpha1.UpdateInProgress, NodeCount: int(n)})
 	}
 	return out
 }
@@ -147,13 +173,10 @@ func Unreadable(v View, err error) Report {
 	reason := "management cluster unreachable: " + err.Error()
 	var r Report
 	r.ClusterUUID, r.StackID, r.Status = v.ClusterUUID, v.StackID, v.Status
-	r.HealthStatus = UnknownHealth
+	r.HealthStatus = v1alpha1.UnknownHealth
 	r.HealthReason = map[string]string{"cluster": reason, "infrastructure": reason, "controlplane": reason, "nodegroup": reason}
 	for _, ng := range v.NodeGroups {
 		r.NodeGroups = append(r.NodeGroups, NodeGroupReport{Name: ng.Name, Status: ng.Status, NodeCount: ng.NodeCount})
 	}
 	return r
 }
-
-// ErrNotFound is returned by a Lookup for an unknown cluster.
-var ErrNotFound = errors.New("status: cluster not found")

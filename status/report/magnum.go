@@ -1,9 +1,11 @@
-package status
+package report
 
 import (
 	"context"
 	"fmt"
-	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/status"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/containerinfra/v1/clusters"
@@ -25,7 +27,7 @@ type MagnumReporter struct {
 
 // Known is what Magnum currently holds, so unchanged fields are not written.
 type Known struct {
-	HealthStatus string
+	HealthStatus v1alpha1.HealthStatus
 	HealthReason map[string]string
 	NodeCount    int
 }
@@ -33,9 +35,9 @@ type Known struct {
 // Report sends the fields that differ from what Magnum holds; nothing when none do.
 // Health UNKNOWN from an unreadable management cluster is not written: Magnum keeps its
 // last known health rather than flapping.
-func (m *MagnumReporter) Report(ctx context.Context, r Report, known Known) (bool, error) {
+func (m *MagnumReporter) Report(ctx context.Context, r status.Report, known Known) (bool, error) {
 	var ops []clusters.UpdateOpts
-	if r.HealthStatus != UnknownHealth {
+	if r.HealthStatus != v1alpha1.UnknownHealth {
 		if r.HealthStatus != known.HealthStatus {
 			ops = append(ops, clusters.UpdateOpts{Op: clusters.ReplaceOp, Path: "/health_status", Value: r.HealthStatus})
 		}
@@ -43,7 +45,7 @@ func (m *MagnumReporter) Report(ctx context.Context, r Report, known Known) (boo
 			ops = append(ops, clusters.UpdateOpts{Op: clusters.ReplaceOp, Path: "/health_status_reason", Value: r.HealthReason})
 		}
 	}
-	if r.NodeCount != known.NodeCount && r.NodeCount > 0 && strings.HasSuffix(r.Status, "_COMPLETE") {
+	if r.NodeCount != known.NodeCount && r.NodeCount > 0 && r.Status.Outcome() == v1alpha1.Complete {
 		ops = append(ops, clusters.UpdateOpts{Op: clusters.ReplaceOp, Path: "/node_count", Value: r.NodeCount})
 	}
 	if len(ops) == 0 {

@@ -1,15 +1,4 @@
-package generator
-
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-
-	"sigs.k8s.io/yaml"
-)
+package v1alpha1
 
 // APIVersion and Kind identify a ClusterEvent document.
 const (
@@ -36,8 +25,8 @@ const (
 var Operations = []Operation{CreateCluster, UpdateCluster, ResizeCluster, UpgradeCluster,
 	DeleteCluster, CreateNodeGroup, UpdateNodeGroup, DeleteNodeGroup}
 
-// targetsNodeGroup reports whether the operation acts on the event's "nodegroup".
-func (o Operation) targetsNodeGroup() bool {
+// TargetsNodeGroup reports whether the operation acts on the event's "nodegroup".
+func (o Operation) TargetsNodeGroup() bool {
 	return o == CreateNodeGroup || o == UpdateNodeGroup || o == DeleteNodeGroup
 }
 
@@ -63,6 +52,27 @@ type ClusterEvent struct {
 	NodeGroups []NodeGroup     `json:"nodegroups,omitempty"`
 	Resolved   Resolved        `json:"resolved"`
 	Secrets    *SecretMaterial `json:"secrets,omitempty"`
+	// Params are the driver call's own arguments, for the record; rendering reads the
+	// cluster fields, which Magnum has already updated from them.
+	Params *Params `json:"params,omitempty"`
+	// Magnum says which Magnum and driver sent the event, for the record.
+	Magnum *Origin `json:"magnum,omitempty"`
+}
+
+// Params are the arguments of the Magnum driver call behind an event.
+type Params struct {
+	CreateTimeout  *int     `json:"create_timeout,omitempty"`
+	NodeCount      *int     `json:"node_count,omitempty"`
+	NodesToRemove  []string `json:"nodes_to_remove,omitempty"`
+	MaxBatchSize   *int     `json:"max_batch_size,omitempty"`
+	FromTemplateID string   `json:"from_template_id,omitempty"`
+}
+
+// Origin identifies the Magnum deployment and driver that sent an event.
+type Origin struct {
+	Version       string `json:"version,omitempty"`
+	Driver        string `json:"driver,omitempty"`
+	ConductorHost string `json:"conductor_host,omitempty"`
 }
 
 // RequestContext is the requesting user's context. The driver reads the Keystone auth URL
@@ -95,9 +105,9 @@ type Cluster struct {
 	CreateTimeout     *int   `json:"create_timeout,omitempty"`
 	// Status, StatusReason and UpdatedAt are the current Magnum state, read by the status
 	// mapping (not by rendering).
-	Status       string `json:"status,omitempty"`
-	StatusReason string `json:"status_reason,omitempty"`
-	UpdatedAt    string `json:"updated_at,omitempty"`
+	Status       ClusterStatus `json:"status,omitempty"`
+	StatusReason string        `json:"status_reason,omitempty"`
+	UpdatedAt    string        `json:"updated_at,omitempty"`
 }
 
 // ClusterTemplate holds the template fields the driver reads.
@@ -118,21 +128,18 @@ type ClusterTemplate struct {
 
 // NodeGroup is a Magnum node group.
 type NodeGroup struct {
-	UUID         string `json:"uuid,omitempty"`
-	Name         string `json:"name"`
-	Role         string `json:"role,omitempty"`
-	FlavorID     string `json:"flavor_id,omitempty"`
-	NodeCount    int    `json:"node_count"`
-	MinNodeCount *int   `json:"min_node_count,omitempty"`
-	MaxNodeCount *int   `json:"max_node_count,omitempty"`
-	IsDefault    bool   `json:"is_default,omitempty"`
-	Labels       Labels `json:"labels,omitempty"`
-	Status       string `json:"status,omitempty"`
-	UpdatedAt    string `json:"updated_at,omitempty"`
+	UUID         string        `json:"uuid,omitempty"`
+	Name         string        `json:"name"`
+	Role         string        `json:"role,omitempty"`
+	FlavorID     string        `json:"flavor_id,omitempty"`
+	NodeCount    int           `json:"node_count"`
+	MinNodeCount *int          `json:"min_node_count,omitempty"`
+	MaxNodeCount *int          `json:"max_node_count,omitempty"`
+	IsDefault    bool          `json:"is_default,omitempty"`
+	Labels       Labels        `json:"labels,omitempty"`
+	Status       ClusterStatus `json:"status,omitempty"`
+	UpdatedAt    string        `json:"updated_at,omitempty"`
 }
-
-// IsMaster reports whether the group is a control-plane group: Magnum's only special role.
-func (ng NodeGroup) IsMaster() bool { return ng.Role == "master" }
 
 // Resolved carries what the driver looks up in OpenStack at every render.
 type Resolved struct {
@@ -188,154 +195,4 @@ type Certificates struct {
 type KeyPair struct {
 	Cert string    `json:"cert"`
 	Key  Sensitive `json:"key"`
-}
-
-// Sensitive is a secret string. It prints as "<redacted>" through fmt and log/slog so it
-// cannot leak into logs or errors by accident; JSON keeps the value (documents need it).
-type Sensitive string
-
-// String implements fmt.Stringer.
-func (Sensitive) String() string { return "<redacted>" }
-
-// GoString implements fmt.GoStringer.
-func (Sensitive) GoString() string { return `"<redacted>"` }
-
-// Reveal returns the secret value, for the code that writes it into a Secret.
-func (s Sensitive) Reveal() string { return string(s) }
-
-// Labels are Magnum labels. Magnum stores them as strings; a number or boolean in the
-// document is converted as Python's str() would ("2", "True").
-type Labels map[string]string
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (l *Labels) UnmarshalJSON(b []byte) error {
-	var m map[string]any
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	if err := d.Decode(&m); err != nil {
-		return fmt.Errorf("labels must be a map of strings: %w", err)
-	}
-	out := make(Labels, len(m))
-	for k, v := range m {
-		switch t := v.(type) {
-		case string:
-			out[k] = t
-		case json.Number:
-			out[k] = t.String()
-		case bool:
-			out[k] = strings.ToUpper(strconv.FormatBool(t)[:1]) + strconv.FormatBool(t)[1:]
-		default:
-			return fmt.Errorf("label %q must be a string, got %s", k, jsonKind(v))
-		}
-	}
-	*l = out
-	return nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "a map"
-	case []any:
-		return "a list"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// eventKeys are the top-level keys a ClusterEvent may have. Unknown top-level keys are
-// rejected (a typo there silently changes meaning); unknown keys inside cluster,
-// cluster_template and nodegroups are accepted because Magnum's objects carry many fields
-// the driver does not read.
-var eventKeys = []string{"apiVersion", "kind", "id", "operation", "nodegroup", "context",
-	"cluster", "cluster_template", "nodegroups", "resolved", "secrets"}
-
-// DecodeEvent parses a ClusterEvent from YAML or JSON and checks its shape (apiVersion,
-// kind, operation, keys). Semantic rules are checked when it is rendered.
-func DecodeEvent(data []byte) (*ClusterEvent, error) {
-	j, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, &FieldError{Field: "(document)", Message: "not valid YAML or JSON: " + err.Error()}
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(j, &top); err != nil || top == nil {
-		return nil, &FieldError{Field: "(document)", Message: "must be a ClusterEvent mapping"}
-	}
-	var p problems
-	keys := make([]string, 0, len(top))
-	for k := range top {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if !slices.Contains(eventKeys, k) {
-			p.add(k, "unknown field (known: %s)", strings.Join(eventKeys, ", "))
-		}
-	}
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	var ev ClusterEvent
-	d := json.NewDecoder(bytes.NewReader(j))
-	if err := d.Decode(&ev); err != nil {
-		return nil, &FieldError{Field: decodeField(err), Message: decodeMessage(err)}
-	}
-	if ev.APIVersion != APIVersion {
-		p.add("apiVersion", "must be %q, got %q", APIVersion, ev.APIVersion)
-	}
-	if ev.Kind != EventKind {
-		p.add("kind", "must be %q, got %q", EventKind, ev.Kind)
-	}
-	if !slices.Contains(Operations, ev.Operation) {
-		p.add("operation", "unknown operation %q (valid: %s)", ev.Operation, joinOps())
-	}
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	return &ev, nil
-}
-
-func joinOps() string {
-	s := make([]string, len(Operations))
-	for i, o := range Operations {
-		s[i] = string(o)
-	}
-	return strings.Join(s, ", ")
-}
-
-// decodeField names the field a json decoding error is about.
-func decodeField(err error) string {
-	var te *json.UnmarshalTypeError
-	if ok := asType(err, &te); ok && te.Field != "" {
-		return te.Field
-	}
-	return "(document)"
-}
-
-func decodeMessage(err error) string {
-	var te *json.UnmarshalTypeError
-	if ok := asType(err, &te); ok {
-		return fmt.Sprintf("must be %s, got %s", goTypeName(te.Type.String()), te.Value)
-	}
-	// Errors from Labels.UnmarshalJSON and friends carry no value, only the rule.
-	return err.Error()
-}
-
-func goTypeName(t string) string {
-	switch t {
-	case "int", "*int":
-		return "an integer"
-	case "string":
-		return "a string"
-	case "bool", "*bool":
-		return "a boolean"
-	}
-	if strings.HasPrefix(t, "[]") {
-		return "a list"
-	}
-	if strings.HasPrefix(t, "map[") {
-		return "a map"
-	}
-	return "an object"
 }

@@ -1,4 +1,4 @@
-package status_test
+package kube_test
 
 import (
 	"bytes"
@@ -6,22 +6,29 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/magnum-gitops/magnum-gitops/fixtures"
-	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
-	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
-	"github.com/magnum-gitops/magnum-gitops/status"
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/status/kube"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/magnum-gitops/magnum-gitops/fixtures"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+	"github.com/magnum-gitops/magnum-gitops/status"
 )
 
 var env *testenv.Env
@@ -95,13 +102,12 @@ func TestReaderAgainstAPIServer(t *testing.T) {
 	testenv.Require(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sf := loadStates(t)["27-all-ready-v1beta1.yaml"]
-	v, _, opts := sf.inputs(t)
-	objs, err := status.LoadObjects(bytes.NewReader(sf.Objects))
+	v, objs, opts := loadState(t, "27-all-ready-v1beta1.yaml")
+	var err error
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := status.Map(v, status.Classify(objs, v.StackID, v.Namespace), opts)
+	want := status.Evaluate(v, status.Classify(objs, v.StackID, v.Namespace), opts)
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v.Namespace}}); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +145,7 @@ func TestReaderAgainstAPIServer(t *testing.T) {
 	cfg := rest.CopyConfig(env.Config)
 	counter := &countingTransport{}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
-	c, err := cache.New(cfg, status.CacheOptions())
+	c, err := cache.New(cfg, kube.CacheOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +153,7 @@ func TestReaderAgainstAPIServer(t *testing.T) {
 	if !c.WaitForCacheSync(ctx) {
 		t.Fatal("cache did not start")
 	}
-	src := status.ClientSource{Reader: c}
+	src := kube.Source{Reader: c}
 
 	got := status.Sweep(ctx, src, []status.View{v}, opts)[0]
 	g, _ := json.Marshal(got)
@@ -155,7 +161,7 @@ func TestReaderAgainstAPIServer(t *testing.T) {
 	if string(g) != string(w) {
 		t.Errorf("from the API server:\n%s\nfrom the same objects offline:\n%s", g, w)
 	}
-	if got.Status != status.CreateComplete || got.HealthStatus != status.Healthy {
+	if got.Status != v1alpha1.CreateComplete || got.HealthStatus != v1alpha1.Healthy {
 		t.Errorf("report = %+v", got)
 	}
 	lists := counter.lists.Load()
@@ -172,7 +178,7 @@ func TestReaderAgainstAPIServer(t *testing.T) {
 
 	// Delete: the HelmRelease goes (Flux uninstalls), then the Cluster; DELETE_COMPLETE
 	// only when the Cluster is gone.
-	v.Status = status.DeleteInProgress
+	v.Status = v1alpha1.DeleteInProgress
 	for _, o := range objs {
 		if o.GetKind() == "HelmRelease" && strings.HasPrefix(o.GetAPIVersion(), "helm.toolkit") {
 			if err := env.Client.Delete(ctx, o.DeepCopy()); err != nil {
@@ -182,7 +188,7 @@ func TestReaderAgainstAPIServer(t *testing.T) {
 	}
 	waitFor(t, ctx, func() bool {
 		r := status.Sweep(ctx, src, []status.View{v}, opts)[0]
-		return r.Status == status.DeleteInProgress && !r.SecretsRemovable
+		return r.Status == v1alpha1.DeleteInProgress && !r.SecretsRemovable
 	})
 	for _, o := range objs {
 		if o.GetKind() == "Cluster" {
@@ -193,7 +199,7 @@ func TestReaderAgainstAPIServer(t *testing.T) {
 	}
 	waitFor(t, ctx, func() bool {
 		r := status.Sweep(ctx, src, []status.View{v}, opts)[0]
-		return r.Status == status.DeleteComplete && r.SecretsRemovable
+		return r.Status == v1alpha1.DeleteComplete && r.SecretsRemovable
 	})
 }
 
@@ -205,7 +211,7 @@ func realObjects(t *testing.T, namespace string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := generator.DecodeEvent(data)
+	ev, err := v1alpha1.DecodeEvent(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,4 +268,30 @@ func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// loadState reads one fixtures/status file: the Magnum view, the objects and the options.
+func loadState(t *testing.T, name string) (status.View, []*unstructured.Unstructured, status.Options) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "status", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sf struct {
+		Now     time.Time       `json:"now"`
+		Magnum  json.RawMessage `json:"magnum"`
+		Objects json.RawMessage `json:"objects"`
+	}
+	if err := yaml.Unmarshal(data, &sf); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := v1alpha1.DecodeEvent(sf.Magnum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := status.LoadObjects(bytes.NewReader(sf.Objects))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status.ViewFromEvent(ev, "magnum"), objs, status.OptionsFor(ev, status.DefaultOptions(sf.Now))
 }

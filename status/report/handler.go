@@ -1,13 +1,15 @@
-package status
+package report
 
 import (
 	"encoding/json"
 	"errors"
 	"net/http"
+
+	"github.com/magnum-gitops/magnum-gitops/status"
 )
 
 // Lookup returns the current report of a cluster by Magnum UUID.
-type Lookup func(uuid string) (Report, error)
+type Lookup func(uuid string) (status.Report, error)
 
 // Handler serves GET /v1/clusters/{uuid}/status with the cluster's Report as JSON, for a
 // Magnum-side driver to copy status, status_reason, api_address and coe_version (which
@@ -31,3 +33,6 @@ func Handler(lookup Lookup) http.Handler {
 	})
 	return mux
 }
+
+// ErrNotFound is returned by a Lookup for an unknown cluster.
+var ErrNotFound = errors.New("status: cluster not found")

@@ -1,4 +1,4 @@
-package status_test
+package report_test
 
 import (
 	"context"
@@ -10,7 +10,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/status/report"
+
 	"github.com/gophercloud/gophercloud/v2"
+
 	"github.com/magnum-gitops/magnum-gitops/status"
 )
 
@@ -102,13 +106,13 @@ func TestMagnumReporter(t *testing.T) {
 	fake := &fakeMagnum{t: t}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	m := &status.MagnumReporter{Client: magnumClient(srv.URL)}
+	m := &report.MagnumReporter{Client: magnumClient(srv.URL)}
 	ctx := context.Background()
 	reason := map[string]string{"cluster": "Ready", "infrastructure": "Ready", "controlplane": "Waiting on ['MachinesReady']", "nodegroup": "Ready"}
-	r := status.Report{ClusterUUID: "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03", Status: status.CreateComplete, NodeCount: 6,
-		HealthStatus: status.Unhealthy, HealthReason: reason}
+	r := status.Report{ClusterUUID: "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03", Status: v1alpha1.CreateComplete, NodeCount: 6,
+		HealthStatus: v1alpha1.Unhealthy, HealthReason: reason}
 
-	sent, err := m.Report(ctx, r, status.Known{HealthStatus: status.Healthy, NodeCount: 3})
+	sent, err := m.Report(ctx, r, report.Known{HealthStatus: v1alpha1.Healthy, NodeCount: 3})
 	if err != nil || !sent {
 		t.Fatalf("report: %v %v", sent, err)
 	}
@@ -116,18 +120,18 @@ func TestMagnumReporter(t *testing.T) {
 		t.Fatalf("patches = %v, want one with health_status, health_status_reason and node_count", fake.patches)
 	}
 	// Nothing changed: no request.
-	if sent, err := m.Report(ctx, r, status.Known{HealthStatus: status.Unhealthy, HealthReason: reason, NodeCount: 6}); sent || err != nil {
+	if sent, err := m.Report(ctx, r, report.Known{HealthStatus: v1alpha1.Unhealthy, HealthReason: reason, NodeCount: 6}); sent || err != nil {
 		t.Errorf("unchanged report sent a request: %v %v", sent, err)
 	}
 	// An unreadable management cluster does not flap Magnum's health.
-	u := status.Unreadable(status.View{ClusterUUID: r.ClusterUUID, Status: status.CreateComplete}, context.DeadlineExceeded)
-	if sent, err := m.Report(ctx, u, status.Known{HealthStatus: status.Healthy, HealthReason: reason}); sent || err != nil {
+	u := status.Unreadable(status.View{ClusterUUID: r.ClusterUUID, Status: v1alpha1.CreateComplete}, context.DeadlineExceeded)
+	if sent, err := m.Report(ctx, u, report.Known{HealthStatus: v1alpha1.Healthy, HealthReason: reason}); sent || err != nil {
 		t.Errorf("UNKNOWN health was written: %v %v", sent, err)
 	}
 	// node_count follows the autoscaler only once the operation is complete.
 	r2 := r
-	r2.Status = status.UpdateInProgress
-	if _, err := m.Report(ctx, r2, status.Known{HealthStatus: status.Unhealthy, HealthReason: reason, NodeCount: 3}); err != nil {
+	r2.Status = v1alpha1.UpdateInProgress
+	if _, err := m.Report(ctx, r2, report.Known{HealthStatus: v1alpha1.Unhealthy, HealthReason: reason, NodeCount: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if len(fake.patches) != 1 {
@@ -137,16 +141,16 @@ func TestMagnumReporter(t *testing.T) {
 
 func TestHandler(t *testing.T) {
 	t.Parallel()
-	rep := status.Report{ClusterUUID: "u1", Status: status.CreateComplete, APIAddress: "https://203.0.113.10:6443", COEVersion: "v1.33.7",
-		HealthStatus: status.Healthy, HealthReason: map[string]string{"cluster": "Ready"}}
-	h := status.Handler(func(uuid string) (status.Report, error) {
+	rep := status.Report{ClusterUUID: "u1", Status: v1alpha1.CreateComplete, APIAddress: "https://203.0.113.10:6443", COEVersion: "v1.33.7",
+		HealthStatus: v1alpha1.Healthy, HealthReason: map[string]string{"cluster": "Ready"}}
+	h := report.Handler(func(uuid string) (status.Report, error) {
 		switch uuid {
 		case "u1":
 			return rep, nil
 		case "broken":
 			return status.Report{}, context.DeadlineExceeded
 		}
-		return status.Report{}, status.ErrNotFound
+		return status.Report{}, report.ErrNotFound
 	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()

@@ -1,0 +1,108 @@
+package v1alpha1
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// eventKeys are the top-level keys a ClusterEvent may have. Unknown top-level keys are
+// rejected (a typo there silently changes meaning); unknown keys inside cluster,
+// cluster_template and nodegroups are accepted because Magnum's objects carry many fields
+// the driver does not read.
+var eventKeys = []string{"apiVersion", "kind", "id", "operation", "nodegroup", "context",
+	"cluster", "cluster_template", "nodegroups", "resolved", "secrets", "params", "magnum"}
+
+// DecodeEvent parses a ClusterEvent from YAML or JSON and checks its shape (apiVersion,
+// kind, operation, keys). Semantic rules are checked when it is rendered.
+func DecodeEvent(data []byte) (*ClusterEvent, error) {
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, &FieldError{Field: "(document)", Message: "not valid YAML or JSON: " + err.Error()}
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(j, &top); err != nil || top == nil {
+		return nil, &FieldError{Field: "(document)", Message: "must be a ClusterEvent mapping"}
+	}
+	var p problems
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !slices.Contains(eventKeys, k) {
+			p.add(k, "unknown field (known: %s)", strings.Join(eventKeys, ", "))
+		}
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	var ev ClusterEvent
+	d := json.NewDecoder(bytes.NewReader(j))
+	if err := d.Decode(&ev); err != nil {
+		return nil, &FieldError{Field: decodeField(err), Message: decodeMessage(err)}
+	}
+	if ev.APIVersion != APIVersion {
+		p.add("apiVersion", "must be %q, got %q", APIVersion, ev.APIVersion)
+	}
+	if ev.Kind != EventKind {
+		p.add("kind", "must be %q, got %q", EventKind, ev.Kind)
+	}
+	if !slices.Contains(Operations, ev.Operation) {
+		p.add("operation", "unknown operation %q (valid: %s)", ev.Operation, joinOps())
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return &ev, nil
+}
+
+func joinOps() string {
+	s := make([]string, len(Operations))
+	for i, o := range Operations {
+		s[i] = string(o)
+	}
+	return strings.Join(s, ", ")
+}
+
+// decodeField names the field a json decoding error is about.
+func decodeField(err error) string {
+	var te *json.UnmarshalTypeError
+	if ok := errors.As(err, &te); ok && te.Field != "" {
+		return te.Field
+	}
+	return "(document)"
+}
+
+func decodeMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	if ok := errors.As(err, &te); ok {
+		return fmt.Sprintf("must be %s, got %s", goTypeName(te.Type.String()), te.Value)
+	}
+	// Errors from Labels.UnmarshalJSON and friends carry no value, only the rule.
+	return err.Error()
+}
+
+func goTypeName(t string) string {
+	switch t {
+	case "int", "*int":
+		return "an integer"
+	case "string":
+		return "a string"
+	case "bool", "*bool":
+		return "a boolean"
+	}
+	if strings.HasPrefix(t, "[]") {
+		return "a list"
+	}
+	if strings.HasPrefix(t, "map[") {
+		return "a map"
+	}
+	return "an object"
+}

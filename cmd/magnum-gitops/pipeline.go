@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+)
+
+// pipeline builds the reconciler pipeline of a configuration: the generator's settings,
+// the CA bundle resolver, and the Secret policy (--insecure-plaintext-secrets allows
+// plaintext only where no SOPS recipient is configured).
+func (f *fileConfig) pipeline(insecurePlaintext bool) (*reconciler.Pipeline, error) {
+	enc, err := f.Sops.encrypter()
+	if err != nil {
+		return nil, err
+	}
+	p := &reconciler.Pipeline{
+		Config:    &f.Config,
+		Resolvers: []reconciler.Resolver{reconciler.CABundle{File: f.Magnum.Drivers.OpenstackCAFile}},
+		Secrets:   reconciler.SecretPolicy{Encrypter: enc, Plaintext: insecurePlaintext},
+	}
+	return p, p.Validate()
+}
+
+// gitSink opens the configured repository.
+func (f *fileConfig) gitSink(ctx context.Context) (*reconciler.GitSink, error) {
+	opts, err := f.Git.options()
+	if err != nil {
+		return nil, err
+	}
+	repo, err := gitrepo.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &reconciler.GitSink{Repo: repo, ReviewBranch: f.Git.Review.BranchTemplate}, nil
+}

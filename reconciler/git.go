@@ -1,0 +1,98 @@
+package reconciler
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"text/template"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+)
+
+// GitSink commits plans to a Git repository and pushes them, without force.
+type GitSink struct {
+	Repo *gitrepo.Repo
+	// ReviewBranch, when set, is a text/template for review-mode branches, e.g.
+	// "magnum/{{.StackID}}/{{.EventID}}": each event goes to its own branch and the
+	// configured branch is left alone.
+	ReviewBranch string
+}
+
+// branchVars are the fields a ReviewBranch template can use.
+type branchVars struct{ StackID, EventID, ClusterUUID, Operation string }
+
+// Outcome is what a sink did with one event.
+type Outcome struct {
+	Plan *Plan
+	// Commit is the pushed commit; empty when nothing changed.
+	Commit string
+	// Branch is where it went.
+	Branch string
+	// Attempts counts push attempts (1 when nobody raced us).
+	Attempts int
+	// PullRequestURL is set when a review branch got a pull request.
+	PullRequestURL string
+}
+
+// NoOp reports whether the repository already held the change.
+func (o *Outcome) NoOp() bool { return o.Commit == "" }
+
+// Apply runs the pipeline for one event and commits the plan. When the remote moved, the
+// plan is made again on the new head, so a Secret whose plaintext another writer already
+// committed keeps that writer's ciphertext and identical intent never conflicts.
+func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEvent) (*Outcome, error) {
+	res, err := p.Render(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{}
+	var branch string
+	if s.ReviewBranch != "" {
+		if branch, err = s.reviewBranch(ev, res.ReleaseName); err != nil {
+			return nil, err
+		}
+	}
+	pl, err := p.Plan(ev, res, s.Repo)
+	if err != nil {
+		return nil, err
+	}
+	out.Plan = pl
+	if pl.NoOp() && branch == "" {
+		return out, nil
+	}
+	c := pl.Commit
+	c.Branch = branch
+	if len(c.Files) == 0 {
+		// A review branch of a change the branch already holds: nothing to review.
+		return out, nil
+	}
+	gr, err := s.Repo.Apply(ctx, c)
+	if err != nil {
+		return out, stepError("push", err)
+	}
+	if !gr.NoOp {
+		out.Commit = gr.Commit.String()
+	}
+	out.Branch, out.Attempts, out.PullRequestURL = gr.Branch, gr.Attempts, gr.PullRequestURL
+	return out, nil
+}
+
+// reviewBranch renders the review branch of an event. An empty result is refused here;
+// gitrepo refuses the configured branch and protected ones.
+func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (string, error) {
+	t, err := template.New("branch").Option("missingkey=error").Parse(s.ReviewBranch)
+	if err != nil {
+		return "", &Error{Kind: KindInvalid, Step: "commit", Err: &v1alpha1.FieldError{Field: "git.review.branch_template", Message: err.Error()}}
+	}
+	var b bytes.Buffer
+	vars := branchVars{StackID: stackID, EventID: cmp.Or(ev.ID, string(ev.Operation)), ClusterUUID: ev.Cluster.UUID, Operation: string(ev.Operation)}
+	if err := t.Execute(&b, vars); err != nil {
+		return "", &Error{Kind: KindInvalid, Step: "commit", Err: &v1alpha1.FieldError{Field: "git.review.branch_template", Message: err.Error()}}
+	}
+	if b.Len() == 0 {
+		return "", &Error{Kind: KindInvalid, Step: "commit", Err: &v1alpha1.FieldError{Field: "git.review.branch_template", Message: fmt.Sprintf("renders to an empty branch name for event %q", ev.ID)}}
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,46 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+)
+
+// Pipeline runs the steps of one event up to the repository change: decode, resolve,
+// render, encode Secrets, and diff against what a Tree holds. It keeps no state between
+// events, so one Pipeline serves concurrent callers.
+type Pipeline struct {
+	// Config is the generator's configuration.
+	Config *generator.Config
+	// Resolvers fill what events leave out, in order.
+	Resolvers []Resolver
+	// Secrets decides how Secrets reach the repository.
+	Secrets SecretPolicy
+}
+
+// Validate checks the pipeline's configuration.
+func (p *Pipeline) Validate() error {
+	if p.Config == nil {
+		return errors.New("reconciler: Pipeline.Config is required")
+	}
+	return stepError("config", p.Config.Validate())
+}
+
+// Decode is the first step: a ClusterEvent document (YAML or JSON) into an event.
+func Decode(data []byte) (*v1alpha1.ClusterEvent, error) {
+	ev, err := v1alpha1.DecodeEvent(data)
+	return ev, stepError("decode", err)
+}
+
+// Render runs the resolve and render steps. The event may be completed by the resolvers.
+func (p *Pipeline) Render(ctx context.Context, ev *v1alpha1.ClusterEvent) (*generator.Result, error) {
+	for _, r := range p.Resolvers {
+		if err := r.Resolve(ctx, ev); err != nil {
+			return nil, stepError("resolve", err)
+		}
+	}
+	res, err := generator.Render(ev, p.Config)
+	return res, stepError("render", err)
+}

@@ -1,0 +1,127 @@
+package reconciler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"sigs.k8s.io/yaml"
+)
+
+// Plan is what one event changes in a repository.
+type Plan struct {
+	Event  *v1alpha1.ClusterEvent
+	Result *generator.Result
+	// Files is every file the event writes and every path it removes, changed or not.
+	Files *generator.FileSet
+	// Changes maps each path whose content differs from the tree to its new content; nil
+	// content removes the path.
+	Changes map[string][]byte
+	// Old maps each changed path to what the tree held (nil when absent).
+	Old map[string][]byte
+	// Commit is the change for Git: Changes with a message a reviewer understands.
+	Commit gitrepo.Change
+}
+
+// NoOp reports whether the repository already holds what the event asks for.
+func (pl *Plan) NoOp() bool { return len(pl.Changes) == 0 }
+
+// Paths returns the changed paths, sorted.
+func (pl *Plan) Paths() []string { return slices.Sorted(maps.Keys(pl.Changes)) }
+
+// Plan runs the encode and diff steps for a rendered event against what tree holds.
+func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree Tree) (*Plan, error) {
+	dir := generator.ClusterDir(p.Config, res.Namespace, res.ReleaseName)
+	names, err := tree.ListDir(dir)
+	if err != nil {
+		return nil, stepError("read", err)
+	}
+	existing := func(name string) ([]byte, bool) {
+		b, ok, err := tree.ReadFile(path.Join(dir, name))
+		return b, ok && err == nil
+	}
+	enc, err := p.Secrets.encoder(res, existing)
+	if err != nil {
+		return nil, stepError("encode", err)
+	}
+	fs, err := res.Files(p.Config, generator.FileOptions{Secrets: enc, Existing: names})
+	if err != nil {
+		return nil, stepError("encode", err)
+	}
+	p.Secrets.addCreationRules(p.Config, fs)
+
+	pl := &Plan{Event: ev, Result: res, Files: fs, Changes: map[string][]byte{}, Old: map[string][]byte{}}
+	for f, want := range fs.Files {
+		have, ok, err := tree.ReadFile(f)
+		if err != nil {
+			return nil, stepError("diff", err)
+		}
+		if !ok || !bytes.Equal(have, want) {
+			pl.Changes[f] = want
+			pl.Old[f] = have
+		}
+	}
+	for _, f := range fs.Deletes {
+		have, ok, err := tree.ReadFile(f)
+		if err != nil {
+			return nil, stepError("diff", err)
+		}
+		if ok {
+			pl.Changes[f] = nil
+			pl.Old[f] = have
+		}
+	}
+	old, err := previousValues(tree, dir)
+	if err != nil {
+		return nil, stepError("diff", err)
+	}
+	pl.Commit = CommitChange(ev, res, fs, old)
+	pl.Commit.Files = pl.Changes
+	return pl, nil
+}
+
+// previousValues reads the chart values the tree holds for a cluster, from its HelmRelease
+// or Application; nil when there is none.
+func previousValues(tree Tree, dir string) (map[string]any, error) {
+	for _, f := range []string{generator.HelmReleaseFile, generator.ApplicationFile} {
+		b, ok, err := tree.ReadFile(path.Join(dir, f))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		var doc struct {
+			Spec struct {
+				Values json.RawMessage `json:"values"`
+				Source struct {
+					Helm struct {
+						ValuesObject json.RawMessage `json:"valuesObject"`
+					} `json:"helm"`
+				} `json:"source"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", dir, f, err)
+		}
+		raw := doc.Spec.Values
+		if strings.TrimSpace(string(raw)) == "" {
+			raw = doc.Spec.Source.Helm.ValuesObject
+		}
+		var v map[string]any
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, fmt.Errorf("%s/%s: %w", dir, f, err)
+			}
+		}
+		return v, nil
+	}
+	return nil, nil
+}

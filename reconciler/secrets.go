@@ -1,0 +1,56 @@
+package reconciler
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
+)
+
+// SecretPolicy decides how a cluster's Secrets reach the repository: encrypted with SOPS,
+// in plaintext when explicitly allowed, left out, or refused. It is the only place that
+// decides, so every command and the service say the same thing.
+type SecretPolicy struct {
+	// Encrypter encrypts Secrets with SOPS for the configured age recipients.
+	Encrypter *sopsenc.Encrypter
+	// Plaintext allows Secrets in clear when there is no Encrypter
+	// (--insecure-plaintext-secrets). Never push such a repository.
+	Plaintext bool
+	// Omit leaves Secrets out of the change, for reports that show no Secret.
+	Omit bool
+}
+
+// encoder returns how to write the Secrets of res into a directory whose current files
+// existing reads; nil leaves them out. Secrets with nothing to encrypt them are refused.
+func (sp SecretPolicy) encoder(res *generator.Result, existing func(string) ([]byte, bool)) (generator.SecretEncoder, error) {
+	switch {
+	case sp.Omit:
+		return nil, nil
+	case sp.Encrypter != nil:
+		return sp.Encrypter.Encoder(existing), nil
+	case sp.Plaintext:
+		return generator.PlaintextSecrets, nil
+	case len(res.Objects.Secrets) > 0:
+		return nil, fmt.Errorf("%s: %d %w", res, len(res.Objects.Secrets), ErrPlaintextRefused)
+	}
+	return nil, nil
+}
+
+// addCreationRules writes the repository's .sops.yaml when the change holds encrypted
+// Secrets, so that an operator's `sops` finds the recipients.
+func (sp SecretPolicy) addCreationRules(cfg *generator.Config, fs *generator.FileSet) {
+	if sp.Encrypter == nil {
+		return
+	}
+	for f := range fs.Files {
+		if strings.HasSuffix(path.Base(f), sopsenc.FileSuffix) {
+			fs.Files[SOPSConfigFile] = sp.Encrypter.CreationRules(cfg.Flux.Path)
+			return
+		}
+	}
+}
+
+// SOPSConfigFile is the repository's SOPS configuration, at its root.
+const SOPSConfigFile = ".sops.yaml"
