@@ -1,9 +1,11 @@
 package reconciler
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -35,7 +37,13 @@ func (pl *Plan) WriteDiff(w io.Writer) error {
 				}
 				continue
 			}
+			if keys := changedKeys(before, after); before != nil && after != nil && len(keys) > 0 {
+				fmt.Fprintf(w, "diff --git a/%s b/%s\nSecret %s: values of %s changed (not shown)\n", p, p, p, strings.Join(keys, ", "))
+			}
 			before, after = maskSecret(before), maskSecret(after)
+			if bytes.Equal(before, after) {
+				continue
+			}
 		}
 		from, to := "a/"+p, "b/"+p
 		if before == nil {
@@ -56,6 +64,32 @@ func (pl *Plan) WriteDiff(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// changedKeys lists the data and stringData keys whose values differ between two
+// plaintext Secret documents.
+func changedKeys(a, b []byte) []string {
+	var da, db map[string]any
+	if yaml.Unmarshal(a, &da) != nil || yaml.Unmarshal(b, &db) != nil {
+		return nil
+	}
+	var out []string
+	for _, section := range []string{"data", "stringData"} {
+		ma, _ := da[section].(map[string]any)
+		mb, _ := db[section].(map[string]any)
+		for k, v := range mb {
+			if w, ok := ma[k]; !ok || fmt.Sprint(w) != fmt.Sprint(v) {
+				out = append(out, section+"."+k)
+			}
+		}
+		for k := range ma {
+			if _, ok := mb[k]; !ok {
+				out = append(out, section+"."+k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // maskSecret replaces every value of a plaintext Secret's data and stringData with a

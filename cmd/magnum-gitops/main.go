@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -14,16 +15,23 @@ import (
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		if errors.Is(err, v1alpha1.ErrInvalidInput) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+		os.Exit(exitCode(os.Stderr, err))
 	}
 }
 
-// errorsIsInput reports errors that blame the input, which are reported as they are.
-func errorsIsInput(err error) bool { return errors.Is(err, v1alpha1.ErrInvalidInput) }
+// exitCode reports a command's error and returns the exit status: 2 for bad input (an
+// event, a flag or the configuration), 1 for everything else. "diff" found differences is
+// 1 without a message.
+func exitCode(stderr io.Writer, err error) int {
+	if errors.Is(err, errDifferences) {
+		return 1
+	}
+	fmt.Fprintln(stderr, "Error:", err)
+	if errors.Is(err, v1alpha1.ErrInvalidInput) {
+		return 2
+	}
+	return 1
+}
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -36,6 +44,6 @@ the Cluster API management cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRenderCommand(), newApplyCommand(), newStatusCommand(), newDemoCommand())
+	root.AddCommand(newRenderCommand(), newApplyCommand(), newDiffCommand(), newStatusCommand(), newDemoCommand())
 	return root
 }

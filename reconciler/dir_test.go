@@ -1,0 +1,78 @@
+package reconciler_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+)
+
+// TestDirSinkRefusesSymlinks: a link planted where a cluster directory (or a file of it)
+// goes must not make the sink write or delete outside the output directory.
+func TestDirSinkRefusesSymlinks(t *testing.T) {
+	t.Parallel()
+	cfg := generator.DefaultConfig()
+	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+	ns := "clusters/magnum/magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c"
+	for name, plant := range map[string]string{
+		"namespace dir": ns,
+		"cluster dir":   ns + "/prod-a-2b7xq4mzkd5h",
+		"file":          ns + "/prod-a-2b7xq4mzkd5h/helmrelease.yaml",
+		"top dir":       "clusters",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			root, outside := t.TempDir(), t.TempDir()
+			target := filepath.Join(outside, "target")
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(root, plant)
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			_, err := (&reconciler.DirSink{Root: root}).Apply(context.Background(), p, event(t, "01-prod-a-create.yaml"))
+			if !errors.Is(err, reconciler.ErrSymlink) {
+				t.Errorf("err = %v, want ErrSymlink", err)
+			}
+			if entries, _ := os.ReadDir(target); len(entries) != 0 {
+				t.Errorf("wrote through the link: %v", entries)
+			}
+		})
+	}
+}
+
+// TestDirSinkAllOrNothing: a second apply of the same event changes nothing, and a delete
+// removes the HelmRelease but keeps the Secrets, pruning nothing else.
+func TestDirSinkAllOrNothing(t *testing.T) {
+	t.Parallel()
+	cfg := generator.DefaultConfig()
+	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+	sink := &reconciler.DirSink{Root: t.TempDir()}
+	ctx := context.Background()
+	if _, err := sink.Apply(ctx, p, event(t, "01-prod-a-create.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := sink.Apply(ctx, p, event(t, "01-prod-a-create.yaml"))
+	if err != nil || !out.Plan.NoOp() {
+		t.Fatalf("same event again: %v, changes %v", err, out.Plan.Paths())
+	}
+	out, err = sink.Apply(ctx, p, event(t, "08-prod-a-delete.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(sink.Root, "clusters/magnum/magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c/prod-a-2b7xq4mzkd5h")
+	if _, err := os.Stat(filepath.Join(dir, "helmrelease.yaml")); !os.IsNotExist(err) {
+		t.Errorf("helmrelease.yaml still there after delete (%v); changes %v", err, out.Plan.Paths())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "secret-ca.yaml")); err != nil {
+		t.Errorf("the Secrets must stay until the CAPI Cluster is gone: %v", err)
+	}
+}
