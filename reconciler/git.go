@@ -5,7 +5,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"path"
+	"strings"
 	"text/template"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
@@ -96,3 +101,71 @@ func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (strin
 	}
 	return b.String(), nil
 }
+
+// Resync commits the resync of one cluster: its record rendered again by the current
+// generator. Nothing is committed when the output did not move.
+func (s *GitSink) Resync(ctx context.Context, p *Pipeline, pl *Plan) (*Outcome, error) {
+	res, ev := pl.Result, pl.Event
+	fresh, err := p.Plan(ev, res, s.Repo)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Plan: fresh}
+	if fresh.NoOp() {
+		return out, nil
+	}
+	asResync(fresh)
+	gr, err := s.Repo.Apply(ctx, fresh.Commit)
+	if err != nil {
+		return out, stepError("push", err)
+	}
+	if !gr.NoOp {
+		out.Commit = gr.Commit.String()
+	}
+	out.Branch, out.Attempts = gr.Branch, gr.Attempts
+	return out, nil
+}
+
+// RemoveCluster commits the removal of a deleted cluster's directory — its Secrets and
+// record — once the CAPI Cluster is gone. It returns the names of the Secrets the
+// directory held (Flux does not prune them: they carry the prune guard) and the commit.
+func (s *GitSink) RemoveCluster(ctx context.Context, cfg *generator.Config, rec ClusterRecord) (secrets []string, commit string, err error) {
+	dir := generator.ClusterDir(cfg, rec.Namespace, rec.StackID)
+	files, err := s.Repo.ListFiles(dir)
+	if err != nil {
+		return nil, "", stepError("read", err)
+	}
+	if len(files) == 0 {
+		return nil, "", nil
+	}
+	change := gitrepo.Change{Files: map[string][]byte{},
+		Subject: fmt.Sprintf("magnum: remove the Secrets of deleted cluster %s (%s) in project %s", rec.Event.Cluster.Name, rec.StackID, rec.Event.Cluster.ProjectID),
+		Body: "The CAPI Cluster is gone, so its credentials and CA Secrets leave the repository.\n" +
+			"They carry kustomize.toolkit.fluxcd.io/prune: disabled, so Flux only drops them from its\n" +
+			"inventory: magnum-gitops deletes them from the management cluster once Flux has applied\n" +
+			"this commit.",
+		Trailers: []gitrepo.Trailer{
+			{Key: "Magnum-Cluster-UUID", Value: rec.Event.Cluster.UUID},
+			{Key: "Magnum-Operation", Value: OperationRemoveSecrets},
+			{Key: "Magnum-Project", Value: rec.Event.Cluster.ProjectID},
+			{Key: "Magnum-Stack-ID", Value: rec.StackID},
+		}}
+	for _, f := range files {
+		change.Files[f] = nil
+		if base := path.Base(f); strings.HasPrefix(base, generator.SecretFilePrefix) {
+			suffix := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(base, generator.SecretFilePrefix), ".yaml"), ".sops")
+			secrets = append(secrets, magnum.ResourceName(rec.StackID, suffix))
+		}
+	}
+	gr, err := s.Repo.Apply(ctx, change)
+	if err != nil {
+		return nil, "", stepError("push", err)
+	}
+	if !gr.NoOp {
+		commit = gr.Commit.String()
+	}
+	return secrets, commit, nil
+}
+
+// OperationRemoveSecrets is the Magnum-Operation trailer of the delete's second phase.
+const OperationRemoveSecrets = "delete_cluster_secrets"

@@ -12,6 +12,12 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
+// Commit trailers the service reads back after a restart.
+const (
+	TrailerEventID     = "Magnum-Event-ID"
+	TrailerEventDigest = "Magnum-Event-Digest"
+)
+
 // verbs names what each operation does, for commit subjects.
 var verbs = map[v1alpha1.Operation]string{
 	v1alpha1.CreateCluster:   "create cluster",
@@ -44,7 +50,9 @@ func CommitChange(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generato
 		},
 	}
 	if res.EventID != "" {
-		c.Trailers = append(c.Trailers, gitrepo.Trailer{Key: "Magnum-Event-ID", Value: res.EventID})
+		// The digest lets a restarted service tell a retried event id from a reused one.
+		c.Trailers = append(c.Trailers, gitrepo.Trailer{Key: TrailerEventID, Value: res.EventID},
+			gitrepo.Trailer{Key: TrailerEventDigest, Value: Digest(ev)})
 	}
 	for p, b := range fs.Files {
 		c.Files[p] = b

@@ -56,6 +56,9 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 		return nil, stepError("encode", err)
 	}
 	p.Secrets.addCreationRules(p.Config, fs)
+	if err := addRecord(p.Config, ev, res, fs); err != nil {
+		return nil, stepError("encode", err)
+	}
 
 	pl := &Plan{Event: ev, Result: res, Files: fs, Changes: map[string][]byte{}, Old: map[string][]byte{}}
 	for f, want := range fs.Files {
@@ -124,4 +127,19 @@ func previousValues(tree Tree, dir string) (map[string]any, error) {
 		return v, nil
 	}
 	return nil, nil
+}
+
+// addRecord keeps the event's record beside the manifests, and removes it with them.
+func addRecord(cfg *generator.Config, ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generator.FileSet) error {
+	p := recordPath(cfg, res)
+	if slices.Contains(fs.Deletes, path.Join(path.Dir(p), generator.KustomizationFile)) {
+		fs.Deletes = append(fs.Deletes, p)
+		return nil
+	}
+	b, err := Record(ev)
+	if err != nil {
+		return err
+	}
+	fs.Files[p] = b
+	return nil
 }

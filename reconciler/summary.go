@@ -30,6 +30,7 @@ type Summary struct {
 	Error  string                 `json:"error,omitempty"`
 	Fields []*v1alpha1.FieldError `json:"fields,omitempty"`
 	kind   Kind
+	err    error
 }
 
 // Outcome names of a success.
@@ -40,6 +41,9 @@ const (
 
 // Kind is the failure's class; meaningful only when Error is set.
 func (s *Summary) Kind() Kind { return s.kind }
+
+// Err is the failure, for errors.Is; nil on success.
+func (s *Summary) Err() error { return s.err }
 
 // Summarize turns a sink's outcome and error into a Summary: the summarizer every caller
 // uses, so that the CLI, the service and the logs agree.
@@ -54,7 +58,7 @@ func Summarize(ev *v1alpha1.ClusterEvent, o *Outcome, err error) Summary {
 		s.Paths = o.Plan.Paths()
 	}
 	if err != nil {
-		s.kind = KindOf(err)
+		s.kind, s.err = KindOf(err), err
 		s.Outcome = s.kind.String()
 		s.Error = err.Error()
 		s.Fields = v1alpha1.FieldErrors(err)

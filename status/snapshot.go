@@ -180,3 +180,14 @@ func Unreadable(v View, err error) Report {
 	}
 	return r
 }
+
+// AppliedRevision is the revision the Flux Kustomization last applied
+// (status.lastAppliedRevision, e.g. "main@sha1:…"); ok is false when the Kustomization is
+// not in the snapshot.
+func (s *Snapshot) AppliedRevision() (string, bool) {
+	k := s.kustomizations[s.Kustomization]
+	if k == nil {
+		return "", false
+	}
+	return stringAt(k, "status", "lastAppliedRevision"), true
+}

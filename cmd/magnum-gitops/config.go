@@ -18,6 +18,7 @@ type fileConfig struct {
 	generator.Config `json:",inline"`
 	Git              gitConfig  `json:"git,omitempty"`
 	Sops             sopsConfig `json:"sops,omitempty"`
+	Serve            serveConfig `json:"serve,omitempty"`
 	// MagnumConf is an existing magnum.conf whose driver options are read first; the
 	// magnum section of this file then overrides them.
 	MagnumConf string `json:"magnum_conf,omitempty"`

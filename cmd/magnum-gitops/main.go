@@ -44,6 +44,6 @@ the Cluster API management cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRenderCommand(), newApplyCommand(), newDiffCommand(), newStatusCommand(), newDemoCommand())
+	root.AddCommand(newRenderCommand(), newApplyCommand(), newDiffCommand(), newServeCommand(), newResyncCommand(), newStatusCommand(), newDemoCommand())
 	return root
 }

@@ -75,7 +75,7 @@ func TestRenderFromStdinAsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Generated || !strings.HasPrefix(rep.StackID, "a-very-long-cluster-name-that-") || len(rep.Files) != 4 {
+	if !rep.Generated || !strings.HasPrefix(rep.StackID, "a-very-long-cluster-name-that-") || len(rep.Files) != 5 || !strings.HasSuffix(rep.Files[2], "/magnum-cluster.yaml") {
 		t.Errorf("report = %+v", rep)
 	}
 	if strings.Contains(out, "fixture-appcred-secret") || stderr != "" {

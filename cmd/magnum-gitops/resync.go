@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+func newResyncCommand() *cobra.Command {
+	var configFile string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "resync --config FILE",
+		Short: "Render every cluster in the repository again with this version of magnum-gitops",
+		Long: `Render every cluster of the configured repository again from the event record kept
+beside its manifests (magnum-cluster.yaml), and commit one reviewable change per cluster
+whose output differs: what upgrading magnum-gitops changes. Unchanged clusters make no
+commit; Secrets are never re-encrypted. With --dry-run, print the diff instead.`,
+		Example: `  magnum-gitops resync --config /etc/magnum-gitops/config.yaml --dry-run`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runResync(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), configFile, dryRun)
+		},
+	}
+	cmd.Flags().StringVar(&configFile, "config", "", "configuration file with a git section (required)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change; commit nothing")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string, dryRun bool) error {
+	file, err := loadConfig(configFile)
+	if err != nil {
+		return err
+	}
+	p, err := file.pipeline(false)
+	if err != nil {
+		return err
+	}
+	sink, err := file.gitSink(ctx)
+	if err != nil {
+		return err
+	}
+	plans, err := p.ResyncPlans(ctx, sink.Repo, nil)
+	if err != nil {
+		return err
+	}
+	for _, pl := range plans {
+		if dryRun {
+			fmt.Fprintf(stdout, "# %s\n", pl.Commit.Subject)
+			if err := pl.WriteDiff(stdout); err != nil {
+				return err
+			}
+			continue
+		}
+		out, err := sink.Resync(ctx, p, pl)
+		if err != nil {
+			return err
+		}
+		if !out.NoOp() {
+			fmt.Fprintf(stderr, "%s %s\n", out.Commit[:10], pl.Commit.Subject)
+		}
+	}
+	fmt.Fprintf(stderr, "%d clusters would change\n", len(plans))
+	return nil
+}

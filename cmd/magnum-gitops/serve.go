@@ -1,0 +1,143 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
+	"github.com/magnum-gitops/magnum-gitops/status"
+	"github.com/magnum-gitops/magnum-gitops/status/kube"
+)
+
+type serveOptions struct {
+	configFile, listen, kubeconfig, objectsFile, logFormat string
+	healthInterval, resyncInterval                         time.Duration
+	insecurePlaintext, leaderElect                         bool
+}
+
+func newServeCommand() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve --config FILE",
+		Short: "Run the service: the event API, status API, delete choreography, health and resync",
+		Long: `Run magnum-gitops as a service next to Magnum.
+
+  POST /v1/events                  a ClusterEvent; answered once the commit is pushed
+  GET  /v1/clusters/{uuid}         the last event, its commit, whether Flux applied it
+  GET  /v1/clusters/{uuid}/status  Magnum status and health from the management cluster
+  GET  /healthz, /readyz, /metrics
+
+Events that arrive together are group-committed (one commit each, one push per group).
+The leader replica (a Kubernetes Lease) also runs the second phase of deletes, health
+reporting to Magnum and resync. SIGTERM drains: new events get 503, those in flight finish.`,
+		Example: `  magnum-gitops serve --config /etc/magnum-gitops/config.yaml
+  magnum-gitops serve --config config.yaml --objects objects.yaml --log-format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return o.run(ctx, cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.configFile, "config", "", "configuration file (magnum, flux, git, sops, serve sections) (required)")
+	f.StringVar(&o.listen, "listen", "", "API address (default: serve.listen, else 127.0.0.1:8080)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "management cluster kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	f.StringVar(&o.objectsFile, "objects", "", "judge status from the objects in this YAML file (read again on change) instead of a management cluster")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.DurationVar(&o.healthInterval, "health-interval", time.Minute, "how often health is reported to Magnum (needs serve.magnum_cloud)")
+	f.DurationVar(&o.resyncInterval, "resync-interval", time.Hour, "how often every cluster is rendered again from Git (0: at start only)")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect one replica (Kubernetes Lease) to run the background loops")
+	f.BoolVar(&o.insecurePlaintext, "insecure-plaintext-secrets", false, "commit Secrets unencrypted; never on a shared repository")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
+	var h slog.Handler = slog.NewTextHandler(stderr, nil)
+	switch o.logFormat {
+	case "text":
+	case "json":
+		h = slog.NewJSONHandler(stderr, nil)
+	default:
+		return fmt.Errorf("--log-format: unknown format %q (text, json)", o.logFormat)
+	}
+	log := slog.New(h)
+	file, err := loadConfig(o.configFile)
+	if err != nil {
+		return err
+	}
+	p, err := file.pipeline(o.insecurePlaintext)
+	if err != nil {
+		return err
+	}
+	sink, err := file.gitSink(ctx)
+	if err != nil {
+		return err
+	}
+	tokens, err := httpapi.ReadTokens(file.Serve.TokenFiles)
+	if err != nil {
+		return err
+	}
+	tlsCfg, err := file.Serve.tlsConfig()
+	if err != nil {
+		return err
+	}
+	so := service.Options{Pipeline: p, Sink: sink,
+		Listen: cmp.Or(o.listen, file.Serve.Listen, "127.0.0.1:8080"), OpsListen: file.Serve.OpsListen, TLS: tlsCfg,
+		Tokens: tokens, MaxBodyBytes: file.Serve.MaxBodyBytes,
+		MaxGroup: file.Serve.Group.MaxEvents, MaxWait: file.Serve.Group.MaxWait.Duration,
+		Kustomization:  cmp.Or(file.Serve.Kustomization, status.DefaultKustomization),
+		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log}
+	if o.objectsFile != "" {
+		so.Status = fileSource(o.objectsFile)
+	} else {
+		c, cfg, err := kube.StartCache(ctx, o.kubeconfig, 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		so.Status = kube.Source{Reader: c}
+		if so.Kube, err = client.New(cfg, client.Options{}); err != nil {
+			return err
+		}
+		if o.leaderElect {
+			le := file.Serve.LeaderElection
+			so.Elect = kube.LeaderElector(cfg, cmp.Or(le.Namespace, "magnum-gitops"), cmp.Or(le.Name, "magnum-gitops"))
+		}
+	}
+	if file.Serve.MagnumCloud != "" {
+		log.Warn("serve.magnum_cloud: health reporting to Magnum needs the OpenStack client configuration; not reporting")
+	}
+	return service.Run(ctx, so)
+}
+
+// fileSource reads status objects from a file each time it is asked, so that a test or a
+// demo can change what the "management cluster" holds while the service runs.
+type fileSource string
+
+// List implements status.Source.
+func (f fileSource) List(ctx context.Context, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	fh, err := os.Open(string(f))
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	objs, err := status.LoadObjects(fh)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", string(f), err)
+	}
+	return status.StaticSource(objs).List(ctx, gvk)
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+)
+
+// serveConfig is the --config "serve:" section.
+type serveConfig struct {
+	// Listen is the event and status API's address (default 127.0.0.1:8080).
+	Listen string `json:"listen,omitempty"`
+	// OpsListen serves /healthz, /readyz and /metrics without authentication; empty
+	// serves them on Listen.
+	OpsListen string `json:"ops_listen,omitempty"`
+	// TokenFiles hold the accepted bearer tokens, one per file.
+	TokenFiles []string `json:"token_files,omitempty"`
+	TLS        struct {
+		CertFile string `json:"cert_file,omitempty"`
+		KeyFile  string `json:"key_file,omitempty"`
+		// ClientCAFile turns on mutual TLS: a client certificate signed by it is accepted
+		// in place of a token.
+		ClientCAFile string `json:"client_ca_file,omitempty"`
+	} `json:"tls,omitempty"`
+	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+	Group        struct {
+		MaxEvents int                `json:"max_events,omitempty"`
+		MaxWait   generator.Duration `json:"max_wait,omitempty"`
+	} `json:"group,omitempty"`
+	// Kustomization is the Flux Kustomization (namespace/name) that applies the repository.
+	Kustomization string `json:"kustomization,omitempty"`
+	// LeaderElection names the Lease the replicas elect their leader with.
+	LeaderElection struct {
+		Namespace string `json:"namespace,omitempty"`
+		Name      string `json:"name,omitempty"`
+	} `json:"leader_election,omitempty"`
+	// Magnum health reporting: the clouds.yaml cloud whose credentials PATCH Magnum.
+	MagnumCloud string `json:"magnum_cloud,omitempty"`
+}
+
+// tlsConfig builds the API's TLS configuration; nil serves plain HTTP.
+func (c *serveConfig) tlsConfig() (*tls.Config, error) {
+	t := c.TLS
+	if t.CertFile == "" && t.KeyFile == "" {
+		if t.ClientCAFile != "" {
+			return nil, errors.New("serve.tls.client_ca_file: needs serve.tls.cert_file and key_file")
+		}
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("serve.tls.cert_file/key_file: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if t.ClientCAFile != "" {
+		pem, err := os.ReadFile(t.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("serve.tls.client_ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("serve.tls.client_ca_file: no PEM certificate in it")
+		}
+		// Verified when given; requests without one need a token.
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven
+	}
+	return cfg, nil
+}

@@ -1,0 +1,205 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/status"
+	"github.com/magnum-gitops/magnum-gitops/status/report"
+)
+
+// DefaultMaxBodyBytes bounds an event body: events are a few kilobytes, CA bundles
+// included.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Server serves the event and read APIs.
+type Server struct {
+	// Queue commits accepted events.
+	Queue *reconciler.Queue
+	// Clusters answers GET /v1/clusters/{uuid}.
+	Clusters *reconciler.Clusters
+	// Status judges a cluster from the management cluster (GET …/status); nil answers 503.
+	Status report.Lookup
+	// Applied reports the revision Flux last applied (the Kustomization's
+	// lastAppliedRevision); nil when unknown.
+	Applied func() (string, bool)
+	// Tokens are the accepted bearer tokens.
+	Tokens Tokens
+	// AcceptClientCerts lets a verified TLS client certificate stand for a token.
+	AcceptClientCerts bool
+	// MaxBodyBytes bounds a request body (DefaultMaxBodyBytes when 0).
+	MaxBodyBytes int64
+	// Log receives one line per event; it never sees a body.
+	Log *slog.Logger
+
+	draining atomic.Bool
+}
+
+// Drain makes new events answer 503 while the ones in flight finish (graceful shutdown).
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Handler returns the API's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/events", s.postEvent)
+	mux.HandleFunc("GET /v1/clusters/{uuid}", s.getCluster)
+	mux.HandleFunc("GET /v1/clusters/{uuid}/status", s.getStatus)
+	return s.authenticate(mux)
+}
+
+// authenticate refuses every request without a valid credential, before any body is read.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="magnum-gitops"`)
+			writeError(w, http.StatusUnauthorized, apiError{Code: "unauthorized", Message: errUnauthorized.Error()})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// eventMediaTypes are the bodies POST /v1/events accepts.
+var eventMediaTypes = []string{"application/json", "application/yaml", "application/x-yaml", "text/yaml"}
+
+func (s *Server) postEvent(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: "shutting down: retry with the same event id"})
+		return
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || !slices.Contains(eventMediaTypes, mt) {
+		writeError(w, http.StatusBadRequest, apiError{Code: "unsupported_media_type",
+			Message: fmt.Sprintf("Content-Type must be one of %s", strings.Join(eventMediaTypes, ", "))})
+		return
+	}
+	limit := s.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, apiError{Code: "too_large", Message: fmt.Sprintf("the body exceeds %d bytes", limit)})
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, apiError{Code: "bad_request", Message: "reading the body: " + err.Error()})
+		return
+	}
+	ev, err := reconciler.Decode(body)
+	if err != nil {
+		sum := reconciler.Summarize(nil, nil, err)
+		s.logEvent(r, sum, 0)
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_input", Message: sum.Error, Fields: sum.Fields})
+		return
+	}
+	if key := r.Header.Get("Idempotency-Key"); key != "" && ev.ID != "" && key != ev.ID {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_input", Message: "Idempotency-Key differs from the event id"})
+		return
+	}
+	start := time.Now()
+	sum := s.Queue.Submit(r.Context(), ev)
+	s.logEvent(r, sum, time.Since(start))
+	if sum.Error != "" {
+		code, name := statusOf(sum)
+		if code == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeError(w, code, apiError{Code: name, Message: sum.Error, Fields: sum.Fields, Paths: sum.Paths})
+		return
+	}
+	writeJSON(w, http.StatusOK, sum)
+}
+
+// logEvent writes the one log line of an event, with stable keys and no value of the body.
+func (s *Server) logEvent(r *http.Request, sum reconciler.Summary, took time.Duration) {
+	if s.Log == nil {
+		return
+	}
+	attrs := []any{"event_id", sum.EventID, "operation", sum.Operation, "cluster", sum.ClusterUUID,
+		"stack_id", sum.StackID, "outcome", sum.Outcome, "commit", sum.Revision, "duration", took,
+		"request_id", r.Header.Get("X-OpenStack-Request-ID")}
+	if sum.Error != "" {
+		s.Log.Warn("event refused", append(attrs, "error", sum.Error)...)
+		return
+	}
+	s.Log.Info("event applied", attrs...)
+}
+
+// clusterAnswer is the body of GET /v1/clusters/{uuid}.
+type clusterAnswer struct {
+	UUID      string `json:"uuid"`
+	StackID   string `json:"stack_id"`
+	Namespace string `json:"namespace"`
+	EventID   string `json:"event_id,omitempty"`
+	Operation string `json:"operation"`
+	// Revision is the commit that carries the last event; Applied says whether Flux has
+	// applied it, AppliedRevision what Flux applied last.
+	Revision        string    `json:"revision,omitempty"`
+	Applied         *bool     `json:"applied,omitempty"`
+	AppliedRevision string    `json:"applied_revision,omitempty"`
+	UpdatedAt       time.Time `json:"updated_at"`
+}
+
+func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
+	rec, ok := s.Clusters.Get(r.PathValue("uuid"))
+	if !ok {
+		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: "cluster not found"})
+		return
+	}
+	a := clusterAnswer{UUID: rec.Event.Cluster.UUID, StackID: rec.StackID, Namespace: rec.Namespace,
+		EventID: rec.Event.ID, Operation: string(rec.Event.Operation), Revision: rec.Revision, UpdatedAt: rec.At}
+	if s.Applied != nil {
+		if applied, known := s.Applied(); known {
+			a.AppliedRevision = applied
+			done := rec.Revision != "" && strings.Contains(applied, rec.Revision)
+			a.Applied = &done
+		}
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (s *Server) getStatus(w http.ResponseWriter, r *http.Request) {
+	if s.Status == nil {
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: "no management cluster configured"})
+		return
+	}
+	rep, err := s.Status(r.PathValue("uuid"))
+	switch {
+	case errors.Is(err, report.ErrNotFound):
+		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: "cluster not found"})
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+	default:
+		a := statusAnswer{Report: rep}
+		if rec, ok := s.Clusters.Get(rep.ClusterUUID); ok {
+			a.EventID, a.Revision.Desired = rec.Event.ID, rec.Revision
+		}
+		if s.Applied != nil {
+			a.Revision.Applied, _ = s.Applied()
+		}
+		writeJSON(w, http.StatusOK, a)
+	}
+}
+
+// statusAnswer is the body of GET /v1/clusters/{uuid}/status: the judgement with the event
+// it reflects, so a client can ignore an answer older than its last event.
+type statusAnswer struct {
+	status.Report
+	EventID  string `json:"event_id,omitempty"`
+	Revision struct {
+		Desired string `json:"desired,omitempty"`
+		Applied string `json:"applied,omitempty"`
+	} `json:"revision"`
+}

@@ -1,0 +1,161 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+)
+
+// ErrShuttingDown is the answer to events that arrive after the queue stopped.
+var ErrShuttingDown = &Error{Kind: KindRetry, Step: "accept", Err: errors.New("shutting down")}
+
+// Queue takes events from concurrent callers and commits them in arrival order, grouping
+// those that arrive together: one commit per event, so the history stays reviewable, and
+// one push per group, so a burst costs a few pushes instead of one each. A caller is
+// answered only once its event is pushed (or found already in the repository): an answer
+// is durable.
+type Queue struct {
+	Pipeline *Pipeline
+	Sink     *GitSink
+	// Ledger answers retried event ids; Clusters learns every applied event. Both optional.
+	Ledger   *Ledger
+	Clusters *Clusters
+	// MaxGroup and MaxWait bound a group: at most MaxGroup events, collected for at most
+	// MaxWait after the first one (defaults 100 and 20ms).
+	MaxGroup int
+	MaxWait  time.Duration
+	// Observe, when set, is called once per answered event (metrics, logs).
+	Observe func(s Summary, group int, took time.Duration)
+	// Now stamps records; time.Now when nil.
+	Now func() time.Time
+
+	in   chan *submission
+	done chan struct{}
+}
+
+type submission struct {
+	ctx    context.Context
+	ev     *v1alpha1.ClusterEvent
+	digest string
+	at     time.Time
+	answer chan Summary
+}
+
+// Start prepares the queue; Run must then be called.
+func (q *Queue) Start() {
+	if q.MaxGroup <= 0 {
+		q.MaxGroup = 100
+	}
+	if q.MaxWait <= 0 {
+		q.MaxWait = 20 * time.Millisecond
+	}
+	if q.Now == nil {
+		q.Now = time.Now
+	}
+	q.in = make(chan *submission, 4*q.MaxGroup)
+	q.done = make(chan struct{})
+}
+
+// Submit queues an event and waits for its answer. It returns early with a retry Summary
+// when ctx ends first; the event may still be committed, which a retry with the same id
+// then finds in the Ledger.
+func (q *Queue) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summary {
+	s := &submission{ctx: ctx, ev: ev, digest: Digest(ev), at: q.Now(), answer: make(chan Summary, 1)}
+	select {
+	case <-q.done:
+		return Summarize(ev, nil, ErrShuttingDown)
+	case q.in <- s:
+	case <-ctx.Done():
+		return Summarize(ev, nil, stepError("accept", ctx.Err()))
+	}
+	select {
+	case sum := <-s.answer:
+		return sum
+	case <-ctx.Done():
+		return Summarize(ev, nil, stepError("accept", ctx.Err()))
+	}
+}
+
+// Run processes groups until ctx ends; the group in hand is finished first, and events
+// still queued are answered "shutting down" so their clients retry elsewhere.
+func (q *Queue) Run(ctx context.Context) {
+	defer close(q.done)
+	for {
+		var first *submission
+		select {
+		case <-ctx.Done():
+			q.drain()
+			return
+		case first = <-q.in:
+		}
+		group := []*submission{first}
+		timer := time.NewTimer(q.MaxWait)
+	collect:
+		for len(group) < q.MaxGroup {
+			select {
+			case s := <-q.in:
+				group = append(group, s)
+			case <-timer.C:
+				break collect
+			}
+		}
+		timer.Stop()
+		// The group in hand finishes even when shutdown begins: its clients are waiting.
+		q.process(context.WithoutCancel(ctx), group)
+	}
+}
+
+// drain answers what is still queued after shutdown began.
+func (q *Queue) drain() {
+	for {
+		select {
+		case s := <-q.in:
+			s.answer <- Summarize(s.ev, nil, ErrShuttingDown)
+		default:
+			return
+		}
+	}
+}
+
+// process commits one group. Events are applied in arrival order, so events for the same
+// cluster keep their order.
+func (q *Queue) process(ctx context.Context, group []*submission) {
+	start := time.Now()
+	for _, s := range group {
+		q.answer(s, q.apply(ctx, s), len(group), start)
+	}
+}
+
+// apply runs one event, answering a retried id from the ledger.
+func (q *Queue) apply(ctx context.Context, s *submission) Summary {
+	if q.Ledger != nil {
+		if sum, ok, err := q.Ledger.Lookup(s.ev.ID, s.digest); err != nil {
+			return Summarize(s.ev, nil, err)
+		} else if ok {
+			return sum
+		}
+	}
+	if s.ctx.Err() != nil {
+		return Summarize(s.ev, nil, stepError("accept", s.ctx.Err()))
+	}
+	out, err := q.Sink.Apply(ctx, q.Pipeline, s.ev)
+	sum := Summarize(s.ev, out, err)
+	if err == nil {
+		if q.Ledger != nil {
+			q.Ledger.Put(s.ev.ID, s.digest, sum)
+		}
+		if q.Clusters != nil {
+			q.Clusters.Observe(s.ev, sum, s.at)
+		}
+	}
+	return sum
+}
+
+func (q *Queue) answer(s *submission, sum Summary, group int, start time.Time) {
+	if q.Observe != nil {
+		q.Observe(sum, group, time.Since(start))
+	}
+	s.answer <- sum
+}

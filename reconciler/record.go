@@ -1,0 +1,43 @@
+package reconciler
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+)
+
+// RecordFile is the file beside a cluster's manifests that holds the last event applied to
+// it, without its Secret material: with it, the repository alone can be rendered again
+// (resync after an upgrade of magnum-gitops, status after a restart). Flux ignores it: the
+// directory's kustomization.yaml does not list it.
+const RecordFile = "magnum-cluster.yaml"
+
+// Record returns an event as stored in RecordFile: everything but the Secret material.
+func Record(ev *v1alpha1.ClusterEvent) ([]byte, error) {
+	c := *ev
+	c.Secrets = nil
+	j, err := json.Marshal(&c)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(j)
+}
+
+// recordPath is where a rendered cluster's record lives.
+func recordPath(cfg *generator.Config, res *generator.Result) string {
+	return path.Join(generator.ClusterDir(cfg, res.Namespace, res.ReleaseName), RecordFile)
+}
+
+// ReadRecord decodes a RecordFile.
+func ReadRecord(data []byte) (*v1alpha1.ClusterEvent, error) {
+	ev, err := v1alpha1.DecodeEvent(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", RecordFile, err)
+	}
+	return ev, nil
+}

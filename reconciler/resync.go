@@ -1,0 +1,77 @@
+package reconciler
+
+import (
+	"context"
+	"path"
+
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+)
+
+// TrailerResync marks a commit made by resync rather than by an event.
+const TrailerResync = "Magnum-Resync"
+
+// ResyncPlans renders every cluster of the repository again from its record and returns
+// the plans that would change something: after an upgrade of magnum-gitops, one
+// reviewable change per cluster whose output moved. Secrets are not in the records, so
+// they are never re-encrypted; the cluster directories keep listing them. progress, when
+// set, is called after each cluster with the count done and the total.
+func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress func(done, total int)) ([]*Plan, error) {
+	files, err := repo.ListFiles(p.Config.Flux.Path)
+	if err != nil {
+		return nil, stepError("read", err)
+	}
+	var records []string
+	for _, f := range files {
+		if path.Base(f) == RecordFile {
+			records = append(records, f)
+		}
+	}
+	var out []*Plan
+	for i, f := range records {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		data, ok, err := repo.ReadFile(f)
+		if err != nil {
+			return out, stepError("read", err)
+		}
+		if !ok {
+			continue
+		}
+		ev, err := ReadRecord(data)
+		if err != nil {
+			return out, stepError("read", err)
+		}
+		res, err := p.Render(ctx, ev)
+		if err != nil {
+			return out, err
+		}
+		pl, err := p.Plan(ev, res, repo)
+		if err != nil {
+			return out, err
+		}
+		if !pl.NoOp() {
+			asResync(pl)
+			out = append(out, pl)
+		}
+		if progress != nil {
+			progress(i+1, len(records))
+		}
+	}
+	return out, nil
+}
+
+// asResync rewrites a plan's message: it is the generator that changed, not the cluster.
+// The event's id and digest are left out so that they stay the original event's.
+func asResync(pl *Plan) {
+	r := pl.Result
+	pl.Commit.Subject = "magnum-gitops: resync cluster " + r.ClusterName + " (" + r.ReleaseName + ") in project " + r.ProjectID
+	pl.Commit.Body = "Rendered again from " + RecordFile + " by the current magnum-gitops; the cluster itself did not change.\n\n" + pl.Commit.Body
+	var kept []gitrepo.Trailer
+	for _, t := range pl.Commit.Trailers {
+		if t.Key != TrailerEventID && t.Key != TrailerEventDigest {
+			kept = append(kept, t)
+		}
+	}
+	pl.Commit.Trailers = append(kept, gitrepo.Trailer{Key: TrailerResync, Value: "true"})
+}

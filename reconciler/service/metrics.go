@@ -1,0 +1,67 @@
+package service
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+)
+
+// metrics are the service's Prometheus metrics, named as Flux names its own
+// (<component>_<noun>_<unit>).
+type metrics struct {
+	events      *prometheus.CounterVec
+	commits     prometheus.Counter
+	pushRetries prometheus.Counter
+	conflicts   prometheus.Counter
+	groupSize   prometheus.Histogram
+	latency     prometheus.Histogram
+	resync      prometheus.Histogram
+	leader      prometheus.Gauge
+	deletes     prometheus.Counter
+	health      *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "magnum_gitops_events_total",
+			Help: "Events answered, by operation and outcome."}, []string{"operation", "outcome"}),
+		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_commits_total",
+			Help: "Commits pushed for events."}),
+		pushRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_push_retries_total",
+			Help: "Pushes repeated because the remote branch moved."}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_conflicts_total",
+			Help: "Events refused because someone changed the same files differently."}),
+		groupSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_group_size",
+			Help: "Events per group commit.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200}}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_event_duration_seconds",
+			Help: "From an event's arrival to its answer (pushed).", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
+		resync: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_resync_duration_seconds",
+			Help: "Duration of a resync of every cluster.", Buckets: prometheus.ExponentialBuckets(0.1, 2, 10)}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "magnum_gitops_leader",
+			Help: "1 while this replica runs the background loops."}),
+		deletes: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_deletes_completed_total",
+			Help: "Clusters whose Secrets left the repository after the CAPI Cluster was gone."}),
+		health: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "magnum_gitops_health_reports_total",
+			Help: "Health PATCHes to Magnum, by result."}, []string{"result"}),
+	}
+	reg.MustRegister(m.events, m.commits, m.pushRetries, m.conflicts, m.groupSize, m.latency, m.resync, m.leader, m.deletes, m.health)
+	return m
+}
+
+// observe records one answered event.
+func (m *metrics) observe(s reconciler.Summary, group int, took time.Duration) {
+	m.events.WithLabelValues(string(s.Operation), s.Outcome).Inc()
+	if s.Outcome == reconciler.OutcomeCommitted {
+		m.commits.Inc()
+	}
+	if s.Attempts > 1 {
+		m.pushRetries.Add(float64(s.Attempts - 1))
+	}
+	if s.Kind() == reconciler.KindConflict && s.Error != "" {
+		m.conflicts.Inc()
+	}
+	m.groupSize.Observe(float64(group))
+	m.latency.Observe(took.Seconds())
+}

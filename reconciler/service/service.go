@@ -1,0 +1,440 @@
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
+	"github.com/magnum-gitops/magnum-gitops/status"
+	"github.com/magnum-gitops/magnum-gitops/status/report"
+)
+
+// Options configure the service.
+type Options struct {
+	Pipeline *reconciler.Pipeline
+	Sink     *reconciler.GitSink
+	// Listen is the API's address; TLS, when set, serves HTTPS (with client certificates
+	// verified when its ClientAuth asks for them).
+	Listen string
+	TLS    *tls.Config
+	// OpsListen serves /healthz, /readyz and /metrics (no authentication); empty serves
+	// them on Listen.
+	OpsListen    string
+	Tokens       httpapi.Tokens
+	MaxBodyBytes int64
+	// MaxGroup and MaxWait bound a group commit.
+	MaxGroup int
+	MaxWait  time.Duration
+	// Status reads the management cluster; Kustomization names the Flux Kustomization
+	// that applies the repository. Without Status, status answers 503.
+	Status        status.Source
+	Kustomization string
+	StatusOptions func(now time.Time) status.Options
+	// Kube deletes a deleted cluster's Secrets once they left Git (they carry the prune
+	// guard, so Flux does not). Without it the Secrets stay and a warning is logged.
+	Kube client.Client
+	// Reporter PATCHes health to Magnum every HealthInterval; nil disables it.
+	Reporter       *report.MagnumReporter
+	HealthInterval time.Duration
+	// ResyncInterval re-renders every cluster from its record (0: only at start).
+	ResyncInterval time.Duration
+	// DeleteInterval is how often deleted clusters are checked for their second phase.
+	DeleteInterval time.Duration
+	// Elect, when set, blocks until this replica leads and returns a context that ends
+	// when it stops leading; nil means this replica always leads.
+	Elect func(ctx context.Context) (context.Context, error)
+	// OnSecretsRemoved is called after a deleted cluster's Secrets are gone (e.g. to
+	// delete its application credential).
+	OnSecretsRemoved func(ctx context.Context, rec reconciler.ClusterRecord) error
+	Log              *slog.Logger
+	Registry         *prometheus.Registry
+	// Ready, when set, is closed once the service answers.
+	Ready chan<- string
+}
+
+// Service is a running magnum-gitops service.
+type Service struct {
+	o        Options
+	m        *metrics
+	queue    *reconciler.Queue
+	clusters *reconciler.Clusters
+	ledger   *reconciler.Ledger
+	judge    *judge
+	api      *httpapi.Server
+
+	mu      sync.Mutex
+	removed map[string]removal // uuid → second-phase commit awaiting Flux
+	// knownHealth is what Magnum was last told per cluster (uuid → report.Known).
+	knownHealth sync.Map
+}
+
+// removal is a deleted cluster whose directory left Git, waiting for Flux to apply that.
+type removal struct {
+	rec     reconciler.ClusterRecord
+	secrets []string
+	commit  string
+}
+
+// Run starts the service and blocks until ctx ends; then new events get 503, the events in
+// flight finish, and Run returns.
+func Run(ctx context.Context, o Options) error {
+	s, err := newService(o)
+	if err != nil {
+		return err
+	}
+	return s.run(ctx)
+}
+
+func newService(o Options) (*Service, error) {
+	if o.Pipeline == nil || o.Sink == nil {
+		return nil, errors.New("service: Pipeline and Sink are required")
+	}
+	if len(o.Tokens) == 0 && (o.TLS == nil || o.TLS.ClientAuth < tls.VerifyClientCertIfGiven) {
+		return nil, errors.New("serve: no way to authenticate clients: set serve.token_files or serve.tls.client_ca_file")
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.StatusOptions == nil {
+		o.StatusOptions = status.DefaultOptions
+	}
+	if o.HealthInterval <= 0 {
+		o.HealthInterval = time.Minute
+	}
+	if o.DeleteInterval <= 0 {
+		o.DeleteInterval = 10 * time.Second
+	}
+	s := &Service{o: o, m: newMetrics(o.Registry), ledger: reconciler.NewLedger(), removed: map[string]removal{}}
+	return s, nil
+}
+
+func (s *Service) run(ctx context.Context) error {
+	o := s.o
+	start := time.Now()
+	if err := o.Sink.Repo.Fetch(ctx); err != nil {
+		return fmt.Errorf("git: %w", err)
+	}
+	clusters, bad, err := reconciler.LoadClusters(o.Sink.Repo, o.Pipeline.Config, start)
+	if err != nil {
+		return fmt.Errorf("reading the clusters in git: %w", err)
+	}
+	for _, f := range bad {
+		o.Log.Warn("skipping a record that does not decode", "path", f)
+	}
+	s.clusters = clusters
+	o.Log.Info("clusters read from git", "count", clusters.Len(), "duration", time.Since(start))
+
+	s.queue = &reconciler.Queue{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
+		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.m.observe}
+	s.queue.Start()
+	s.api = &httpapi.Server{Queue: s.queue, Clusters: s.clusters, Tokens: o.Tokens,
+		AcceptClientCerts: o.TLS != nil && o.TLS.ClientAuth >= tls.VerifyClientCertIfGiven,
+		MaxBodyBytes:      o.MaxBodyBytes, Log: o.Log}
+	if o.Status != nil {
+		s.judge = &judge{src: o.Status, clusters: s.clusters, kustomization: o.Kustomization, options: o.StatusOptions, ttl: 2 * time.Second}
+		s.api.Status, s.api.Applied = s.judge.lookup, s.judge.applied
+	}
+
+	queueCtx, stopQueue := context.WithCancel(context.WithoutCancel(ctx))
+	queueDone := make(chan struct{})
+	go func() { s.queue.Run(queueCtx); close(queueDone) }()
+
+	servers, err := s.listen(ctx)
+	if err != nil {
+		stopQueue()
+		return err
+	}
+	loopsDone := make(chan struct{})
+	go func() { s.lead(ctx); close(loopsDone) }()
+
+	<-ctx.Done()
+	o.Log.Info("shutting down: finishing the events in flight")
+	s.api.Drain()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(shutdownCtx)
+	}
+	stopQueue()
+	<-queueDone
+	<-loopsDone
+	return nil
+}
+
+// listen starts the API server (and the operations server when it has its own address).
+func (s *Service) listen(ctx context.Context) ([]*http.Server, error) {
+	o := s.o
+	api := http.NewServeMux()
+	api.Handle("/v1/", s.api.Handler())
+	ops := api
+	if o.OpsListen != "" {
+		ops = http.NewServeMux()
+	}
+	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	ops.HandleFunc("GET /readyz", s.readyz)
+	ops.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}))
+
+	var servers []*http.Server
+	serve := func(addr string, h http.Handler, tlsCfg *tls.Config) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg,
+			BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+		servers = append(servers, srv)
+		go func() {
+			var err error
+			if tlsCfg != nil {
+				err = srv.ServeTLS(ln, "", "")
+			} else {
+				err = srv.Serve(ln)
+			}
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				o.Log.Error("server stopped", "address", addr, "error", err)
+			}
+		}()
+		o.Log.Info("listening", "address", ln.Addr().String(), "tls", tlsCfg != nil)
+		if o.Ready != nil && addr == o.Listen {
+			o.Ready <- ln.Addr().String()
+		}
+		return nil
+	}
+	if err := serve(o.Listen, api, o.TLS); err != nil {
+		return nil, fmt.Errorf("serve.listen: %w", err)
+	}
+	if o.OpsListen != "" {
+		if err := serve(o.OpsListen, ops, nil); err != nil {
+			return nil, fmt.Errorf("serve.ops_listen: %w", err)
+		}
+	}
+	return servers, nil
+}
+
+// readyz: ready when the Git remote answers and the status cache has synced.
+func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	var problems []string
+	if err := s.o.Sink.Repo.Fetch(ctx); err != nil {
+		problems = append(problems, "git: "+err.Error())
+	}
+	if s.judge != nil {
+		if _, err := status.TakeSnapshot(ctx, s.o.Status); err != nil {
+			problems = append(problems, "management cluster: "+err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		http.Error(w, strings.Join(problems, "\n"), http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// lead runs the background loops while this replica leads.
+func (s *Service) lead(ctx context.Context) {
+	for ctx.Err() == nil {
+		lctx := ctx
+		if s.o.Elect != nil {
+			var err error
+			if lctx, err = s.o.Elect(ctx); err != nil {
+				if ctx.Err() == nil {
+					s.o.Log.Error("leader election", "error", err)
+					time.Sleep(time.Second)
+				}
+				continue
+			}
+		}
+		s.m.leader.Set(1)
+		s.o.Log.Info("leading: running the delete, health and resync loops")
+		s.loops(lctx)
+		s.m.leader.Set(0)
+		if s.o.Elect == nil {
+			return
+		}
+	}
+}
+
+// loops runs the leader's loops until ctx ends.
+func (s *Service) loops(ctx context.Context) {
+	var wg sync.WaitGroup
+	every := func(d time.Duration, first bool, f func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if first {
+				f(ctx)
+			}
+			if d <= 0 {
+				return
+			}
+			t := time.NewTicker(d)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					f(ctx)
+				}
+			}
+		}()
+	}
+	if s.judge != nil {
+		every(s.o.DeleteInterval, true, s.deletes)
+		if s.o.Reporter != nil {
+			every(s.o.HealthInterval, false, s.health)
+		}
+	}
+	every(s.o.ResyncInterval, true, s.resync)
+	wg.Wait()
+}
+
+// deletes runs the second phase of every delete whose CAPI Cluster is gone: the cluster's
+// directory leaves Git, and once Flux has applied that, its Secrets leave the management
+// cluster. Never earlier: while the Cluster exists, CAPO and the janitor need them.
+func (s *Service) deletes(ctx context.Context) {
+	for _, rec := range s.clusters.All() {
+		if rec.Event.Operation != v1alpha1.DeleteCluster || s.pending(rec.Event.Cluster.UUID) {
+			continue
+		}
+		if rep := s.judge.evaluate(ctx, rec); !rep.SecretsRemovable {
+			continue
+		}
+		secrets, commit, err := s.o.Sink.RemoveCluster(ctx, s.o.Pipeline.Config, rec)
+		if err != nil {
+			s.o.Log.Error("removing a deleted cluster's Secrets from git", "cluster", rec.Event.Cluster.UUID, "stack_id", rec.StackID, "error", err)
+			continue
+		}
+		s.o.Log.Info("deleted cluster's directory removed from git", "cluster", rec.Event.Cluster.UUID, "stack_id", rec.StackID, "commit", commit)
+		s.mu.Lock()
+		s.removed[rec.Event.Cluster.UUID] = removal{rec: rec, secrets: secrets, commit: commit}
+		s.mu.Unlock()
+	}
+	applied, known := s.judge.applied()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for uuid, rm := range s.removed {
+		if rm.commit != "" && (!known || !strings.Contains(applied, rm.commit)) {
+			continue // Flux would put them back
+		}
+		if err := s.deleteSecrets(ctx, rm); err != nil {
+			s.o.Log.Error("deleting a deleted cluster's Secrets", "cluster", uuid, "stack_id", rm.rec.StackID, "error", err)
+			continue
+		}
+		if s.o.OnSecretsRemoved != nil {
+			if err := s.o.OnSecretsRemoved(ctx, rm.rec); err != nil {
+				s.o.Log.Error("after a deleted cluster's Secrets", "cluster", uuid, "error", err)
+				continue
+			}
+		}
+		delete(s.removed, uuid)
+		s.clusters.Forget(uuid)
+		s.m.deletes.Inc()
+		s.o.Log.Info("delete complete: Secrets removed", "cluster", uuid, "stack_id", rm.rec.StackID, "secrets", len(rm.secrets))
+	}
+}
+
+func (s *Service) pending(uuid string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.removed[uuid]
+	return ok
+}
+
+// deleteSecrets deletes a removed cluster's Secrets by name; absent ones are fine.
+func (s *Service) deleteSecrets(ctx context.Context, rm removal) error {
+	if s.o.Kube == nil {
+		if len(rm.secrets) > 0 {
+			s.o.Log.Warn("no management cluster client: the deleted cluster's Secrets stay", "stack_id", rm.rec.StackID, "secrets", rm.secrets)
+		}
+		return nil
+	}
+	for _, name := range rm.secrets {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rm.rec.Namespace}}
+		if err := s.o.Kube.Delete(ctx, sec); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("secret %s/%s: %w", rm.rec.Namespace, name, err)
+		}
+	}
+	return nil
+}
+
+// health reports every cluster's health to Magnum, writing only what changed.
+func (s *Service) health(ctx context.Context) {
+	for _, rec := range s.clusters.All() {
+		if rec.Event.Operation == v1alpha1.DeleteCluster {
+			continue
+		}
+		rep := s.judge.evaluate(ctx, rec)
+		sent, err := s.o.Reporter.Report(ctx, rep, s.known(rec.Event.Cluster.UUID))
+		switch {
+		case err != nil:
+			s.m.health.WithLabelValues("error").Inc()
+			s.o.Log.Warn("reporting health to Magnum", "cluster", rec.Event.Cluster.UUID, "error", err)
+		case sent:
+			s.m.health.WithLabelValues("sent").Inc()
+			s.remember(rec.Event.Cluster.UUID, rep)
+		default:
+			s.m.health.WithLabelValues("unchanged").Inc()
+		}
+	}
+}
+
+func (s *Service) known(uuid string) report.Known {
+	k, _ := s.knownHealth.Load(uuid)
+	kk, _ := k.(report.Known)
+	return kk
+}
+
+func (s *Service) remember(uuid string, r status.Report) {
+	s.knownHealth.Store(uuid, report.Known{HealthStatus: r.HealthStatus, HealthReason: r.HealthReason, NodeCount: r.NodeCount})
+}
+
+// resync renders every cluster again from its record and commits what moved.
+func (s *Service) resync(ctx context.Context) {
+	start := time.Now()
+	last := time.Now()
+	plans, err := s.o.Pipeline.ResyncPlans(ctx, s.o.Sink.Repo, func(done, total int) {
+		if time.Since(last) > 5*time.Second || done == total {
+			last = time.Now()
+			s.o.Log.Info("resync", "done", done, "total", total, "rate", float64(done)/time.Since(start).Seconds())
+		}
+	})
+	if err != nil {
+		s.o.Log.Error("resync", "error", err)
+		return
+	}
+	commits := 0
+	for _, pl := range plans {
+		out, err := s.o.Sink.Resync(ctx, s.o.Pipeline, pl)
+		if err != nil {
+			s.o.Log.Error("resync commit", "stack_id", pl.Result.ReleaseName, "error", err)
+			continue
+		}
+		if !out.NoOp() {
+			commits++
+		}
+	}
+	s.m.resync.Observe(time.Since(start).Seconds())
+	s.o.Log.Info("resync done", "changed", commits, "duration", time.Since(start))
+}

@@ -1,0 +1,106 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/status"
+	"github.com/magnum-gitops/magnum-gitops/status/report"
+)
+
+// judge evaluates clusters from a snapshot of the management cluster that is at most ttl
+// old, so a burst of status requests costs one listing of the cache, not one each.
+type judge struct {
+	src           status.Source
+	clusters      *reconciler.Clusters
+	kustomization string
+	options       func(now time.Time) status.Options
+	ttl           time.Duration
+
+	mu    sync.Mutex
+	snap  *status.Snapshot
+	err   error
+	taken time.Time
+}
+
+// snapshot returns a fresh enough snapshot.
+func (j *judge) snapshot(ctx context.Context) (*status.Snapshot, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.snap != nil && time.Since(j.taken) < j.ttl {
+		return j.snap, j.err
+	}
+	j.snap, j.err = status.TakeSnapshot(ctx, j.src)
+	if j.snap != nil && j.kustomization != "" {
+		j.snap.Kustomization = j.kustomization
+	}
+	j.taken = time.Now()
+	return j.snap, j.err
+}
+
+// applied is the revision Flux last applied, from the Kustomization.
+func (j *judge) applied() (string, bool) {
+	snap, err := j.snapshot(context.Background())
+	if err != nil || snap == nil {
+		return "", false
+	}
+	return snap.AppliedRevision()
+}
+
+// lookup is the status of one cluster by Magnum UUID (report.Lookup).
+func (j *judge) lookup(uuid string) (status.Report, error) {
+	rec, ok := j.clusters.Get(uuid)
+	if !ok {
+		return status.Report{}, report.ErrNotFound
+	}
+	return j.evaluate(context.Background(), rec), nil
+}
+
+// evaluate judges one cluster; an unreadable management cluster gives health UNKNOWN.
+func (j *judge) evaluate(ctx context.Context, rec reconciler.ClusterRecord) status.Report {
+	v := View(rec)
+	snap, err := j.snapshot(ctx)
+	if err != nil {
+		return status.Unreadable(v, err)
+	}
+	opts := status.OptionsFor(rec.Event, j.options(time.Now()))
+	return status.Evaluate(v, snap.Objects(v), opts)
+}
+
+// View is the Magnum view of a cluster as the service knows it: the operation of its last
+// event in progress since the event arrived, awaiting the commit that carries it.
+func View(rec reconciler.ClusterRecord) status.View {
+	ev := rec.Event
+	v := status.View{ClusterUUID: ev.Cluster.UUID, Name: ev.Cluster.Name, StackID: rec.StackID,
+		Namespace: rec.Namespace, Status: ev.Operation.InProgressStatus(), Since: rec.At, Revision: rec.Revision}
+	groups, _ := ev.EffectiveNodeGroups()
+	for _, ng := range groups {
+		v.NodeGroups = append(v.NodeGroups, status.NodeGroupView{Name: ng.Name, Role: ng.Role,
+			Status: nodeGroupStatus(ev, ng), IsDefault: ng.IsDefault, NodeCount: ng.NodeCount})
+	}
+	return v
+}
+
+// nodeGroupStatus is a group's status during an event: the group the operation targets
+// (every group, for a cluster-wide operation) is in progress with the operation's action;
+// a group the sender marked as being deleted stays so; the others are at rest.
+func nodeGroupStatus(ev *v1alpha1.ClusterEvent, ng v1alpha1.NodeGroup) v1alpha1.ClusterStatus {
+	switch {
+	case ng.Status.Action() == v1alpha1.ActionDelete:
+		return v1alpha1.DeleteInProgress
+	case !ev.Operation.TargetsNodeGroup():
+		return ev.Operation.InProgressStatus()
+	case ng.Name != ev.NodeGroup:
+		return v1alpha1.UpdateComplete
+	}
+	switch ev.Operation {
+	case v1alpha1.CreateNodeGroup:
+		return v1alpha1.CreateInProgress
+	case v1alpha1.DeleteNodeGroup:
+		return v1alpha1.DeleteInProgress
+	}
+	return v1alpha1.UpdateInProgress
+}
