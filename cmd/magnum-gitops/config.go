@@ -16,8 +16,8 @@ import (
 // values_overlay) plus the sections of the packages that write to Git.
 type fileConfig struct {
 	generator.Config `json:",inline"`
-	Git              gitConfig  `json:"git,omitempty"`
-	Sops             sopsConfig `json:"sops,omitempty"`
+	Git              gitConfig   `json:"git,omitempty"`
+	Sops             sopsConfig  `json:"sops,omitempty"`
 	Serve            serveConfig `json:"serve,omitempty"`
 	// MagnumConf is an existing magnum.conf whose driver options are read first; the
 	// magnum section of this file then overrides them.
