@@ -19,15 +19,19 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
-// TestMain lets the tests run this binary as the magnum-gitops CLI in a subprocess.
+var env *testenv.Env
+
+// TestMain lets the tests run this binary as the magnum-gitops CLI in a subprocess, and
+// starts a real API server for the tests that need one.
 func TestMain(m *testing.M) {
 	if os.Getenv("MAGNUM_GITOPS_RUN_MAIN") == "1" {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Main(m, &env))
 }
 
 // serveProcess is `magnum-gitops serve` running as a subprocess.
@@ -49,7 +53,20 @@ func freeAddr(t *testing.T) string {
 
 func startServe(t *testing.T, config, addr string, extra ...string) *serveProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"serve", "--config", config, "--listen", addr, "--objects", os.DevNull, "--log-format", "json"}, extra...)...)
+	return startServeWith(t, append([]string{"serve", "--config", config, "--listen", addr, "--objects", os.DevNull, "--log-format", "json"}, extra...))
+}
+
+// startServeWith starts the CLI with arguments that include --listen ADDR, and waits for
+// it to answer /healthz.
+func startServeWith(t *testing.T, args []string) *serveProcess {
+	t.Helper()
+	var addr string
+	for i, a := range args {
+		if a == "--listen" {
+			addr = args[i+1]
+		}
+	}
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "MAGNUM_GITOPS_RUN_MAIN=1")
 	p := &serveProcess{cmd: cmd, addr: addr, logs: &bytes.Buffer{}}
 	cmd.Stderr = p.logs
@@ -174,9 +191,13 @@ func resizeEvent(t *testing.T, c, n int) []byte {
 
 // postEvent posts an event; ok is false when it must be retried (no answer, or 5xx).
 func postEvent(addr string, body []byte) (string, bool) {
+	return postEventToken(addr, body, "kill9-token")
+}
+
+func postEventToken(addr string, body []byte, token string) (string, bool) {
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/events", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer kill9-token")
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		return "", false

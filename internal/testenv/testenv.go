@@ -290,3 +290,13 @@ func (e *Env) EnsureNamespace(ctx context.Context, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	return client.IgnoreAlreadyExists(e.Client.Create(ctx, ns))
 }
+
+// KubeConfig returns a kubeconfig of an administrator of the API server, for processes the
+// tests start.
+func (e *Env) KubeConfig() ([]byte, error) {
+	u, err := e.env.AddUser(envtest.User{Name: "magnum-gitops-test", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return u.KubeConfig()
+}
