@@ -11,7 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 )
 
 var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
@@ -141,6 +144,24 @@ func TestConfig(t *testing.T) {
 	}
 	if _, err := loadConfig("../../fixtures/config/site-overlay.yaml"); err != nil {
 		t.Error(err)
+	}
+	// The service's ConfigMap in deploy/ holds a configuration that loads.
+	cm, err := os.ReadFile("../../deploy/service/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(cm, &doc); err != nil {
+		t.Fatal(err)
+	}
+	deployed := filepath.Join(t.TempDir(), "deployed.yaml")
+	os.WriteFile(deployed, []byte(doc.Data["config.yaml"]), 0o644)
+	if c, err := loadConfig(deployed); err != nil || c.Serve.Listen != "0.0.0.0:8080" {
+		t.Errorf("deploy/service/config.yaml: %v", err)
+	} else if _, err := sopsenc.New(sopsenc.Options{AgeRecipients: c.Sops.AgeRecipients, DigestKey: make([]byte, 32)}); err != nil {
+		t.Errorf("deploy/service/config.yaml sops.age_recipients: %v", err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("magnum:\n  capi_helm:\n    namespace_prefx: x\n"), 0o644)

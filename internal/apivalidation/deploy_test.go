@@ -19,7 +19,7 @@ func TestDeployManifestsAccepted(t *testing.T) {
 	if len(files) < 3 {
 		t.Fatalf("found %d deploy manifests", len(files))
 	}
-	for _, ns := range []string{"flux-system", "argocd"} {
+	for _, ns := range []string{"flux-system", "argocd", "magnum-gitops"} {
 		if err := env.EnsureNamespace(ctx, ns); err != nil {
 			t.Fatal(err)
 		}
