@@ -1,0 +1,141 @@
+package service_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
+	"github.com/magnum-gitops/magnum-gitops/status/kube"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
+
+var secretNames = []string{stackID + "-cloud-credentials", stackID + "-ca", stackID + "-etcd", stackID + "-proxy", stackID + "-sa"}
+
+// TestDeleteChoreographyOnAPIServer: with the status reader on a real kube-apiserver, the
+// Secrets stay while the CAPI Cluster exists, and leave the management cluster after it
+// is deleted and Flux has applied the commit that removed them from Git.
+func TestDeleteChoreographyOnAPIServer(t *testing.T) {
+	testenv.Require(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := env.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.EnsureNamespace(ctx, "flux-system"); err != nil {
+		t.Fatal(err)
+	}
+	// What Flux and CAPI made of the cluster: its Secrets and a Cluster being deleted.
+	for _, name := range secretNames {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Annotations: map[string]string{"kustomize.toolkit.fluxcd.io/prune": "disabled"}}, StringData: map[string]string{"k": "v"}}
+		if err := env.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := &unstructured.Unstructured{}
+	cl.SetAPIVersion("cluster.x-k8s.io/v1beta1")
+	cl.SetKind("Cluster")
+	cl.SetName(stackID)
+	cl.SetNamespace(ns)
+	cl.SetLabels(map[string]string{"capi.stackhpc.com/managed-by": "Helm", "capi.stackhpc.com/cluster": stackID})
+	cl.SetFinalizers([]string{"cluster.cluster.x-k8s.io"})
+	if err := env.Client.Create(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.New(env.Config, kube.CacheOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go c.Start(ctx) //nolint:errcheck // stopped with ctx
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	h := start(t, func(o *service.Options) {
+		o.Status, o.Kube, o.Kustomization = kube.Source{Reader: c}, env.Client, "flux-system/magnum-clusters"
+	})
+	for _, f := range []string{"01-prod-a-create.yaml", "08-prod-a-delete.yaml"} {
+		if code, ans := h.post(fixture(t, f)); code != http.StatusOK {
+			t.Fatalf("%s: %d %v", f, code, ans)
+		}
+	}
+	if err := env.Client.Delete(ctx, cl.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // sweeps while the Cluster is being deleted
+	files := func() string { return h.git.Git(h.git.Dir(h.repo), "ls-tree", "-r", "--name-only", "main") }
+	if !strings.Contains(files(), dir+"/secret-ca.yaml") {
+		t.Fatal("the Secrets left Git while the Cluster exists")
+	}
+	for _, name := range secretNames {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}); err != nil {
+			t.Fatalf("Secret %s deleted while the Cluster exists: %v", name, err)
+		}
+	}
+	// CAPI finishes: the finalizer goes, and with it the Cluster.
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(cl.GroupVersionKind())
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cl), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.SetFinalizers(nil)
+	if err := env.Client.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, ctx, func() bool { return !strings.Contains(files(), dir+"/") })
+	for _, name := range secretNames {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}); err != nil {
+			t.Fatalf("Secret %s deleted before Flux applied the removal: %v", name, err)
+		}
+	}
+	// Flux applies the commit that removed the directory (the test plays Flux's part).
+	head := strings.TrimSpace(h.git.Git(h.git.Dir(h.repo), "rev-parse", "main"))
+	k := &unstructured.Unstructured{}
+	k.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
+	k.SetKind("Kustomization")
+	k.SetName("magnum-clusters")
+	k.SetNamespace("flux-system")
+	_ = unstructured.SetNestedField(k.Object, map[string]any{"interval": "10m", "path": "./clusters/magnum", "prune": true,
+		"sourceRef": map[string]any{"kind": "GitRepository", "name": "magnum-clusters"}}, "spec")
+	if err := env.Client.Create(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(k.Object, "main@sha1:"+head, "status", "lastAppliedRevision")
+	if err := env.Client.Status().Update(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, ctx, func() bool {
+		for _, name := range secretNames {
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{})
+			if !apierrors.IsNotFound(err) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func waitUntil(t *testing.T, ctx context.Context, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("timed out")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
