@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"sigs.k8s.io/yaml"
+	"unicode"
 )
 
 // eventKeys are the top-level keys a ClusterEvent may have. Unknown top-level keys are
@@ -18,12 +17,24 @@ import (
 var eventKeys = []string{"apiVersion", "kind", "id", "operation", "nodegroup", "context",
 	"cluster", "cluster_template", "nodegroups", "resolved", "secrets", "params", "magnum"}
 
+// strictSections are the event's sections that magnum-gitops defines, decoded strictly.
+var strictSections = []struct {
+	key  string
+	into func() any
+}{
+	{"context", func() any { return &RequestContext{} }},
+	{"resolved", func() any { return &Resolved{} }},
+	{"secrets", func() any { return &SecretMaterial{} }},
+	{"params", func() any { return &Params{} }},
+	{"magnum", func() any { return &Origin{} }},
+}
+
 // DecodeEvent parses a ClusterEvent from YAML or JSON and checks its shape (apiVersion,
 // kind, operation, keys). Semantic rules are checked when it is rendered.
 func DecodeEvent(data []byte) (*ClusterEvent, error) {
-	j, err := yaml.YAMLToJSON(data)
+	j, err := ToJSON(data)
 	if err != nil {
-		return nil, &FieldError{Field: "(document)", Message: "not valid YAML or JSON: " + err.Error()}
+		return nil, err
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(j, &top); err != nil || top == nil {
@@ -48,6 +59,21 @@ func DecodeEvent(data []byte) (*ClusterEvent, error) {
 	if err := d.Decode(&ev); err != nil {
 		return nil, &FieldError{Field: decodeField(err), Message: decodeMessage(err)}
 	}
+	// Our own sections are strict: a typo under secrets would silently drop a Secret (and
+	// CAPI would then make a CA of its own). Magnum's objects stay tolerant.
+	for _, sec := range strictSections {
+		raw, ok := top[sec.key]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		sd := json.NewDecoder(bytes.NewReader(raw))
+		sd.DisallowUnknownFields()
+		if err := sd.Decode(sec.into()); err != nil {
+			if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+				p.add(sec.key, "unknown field %s", name)
+			}
+		}
+	}
 	if ev.APIVersion != APIVersion {
 		p.add("apiVersion", "must be %q, got %q", APIVersion, ev.APIVersion)
 	}
@@ -57,6 +83,7 @@ func DecodeEvent(data []byte) (*ClusterEvent, error) {
 	if !slices.Contains(Operations, ev.Operation) {
 		p.add("operation", "unknown operation %q (valid: %s)", ev.Operation, joinOps())
 	}
+	checkText(&p, &ev)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -105,4 +132,25 @@ func goTypeName(t string) string {
 		return "a map"
 	}
 	return "an object"
+}
+
+// checkText refuses control characters in the fields that reach commit messages, branch
+// names and logs: a newline or NUL there would forge trailers or corrupt Git objects.
+func checkText(p *problems, ev *ClusterEvent) {
+	fields := []struct{ name, v string }{
+		{"id", ev.ID}, {"nodegroup", ev.NodeGroup}, {"cluster.uuid", ev.Cluster.UUID},
+		{"cluster.name", ev.Cluster.Name}, {"cluster.project_id", ev.Cluster.ProjectID},
+		{"cluster.user_id", ev.Cluster.UserID}, {"cluster.stack_id", ev.Cluster.StackID},
+	}
+	for i, ng := range ev.NodeGroups {
+		fields = append(fields, struct{ name, v string }{fmt.Sprintf("nodegroups[%d].name", i), ng.Name})
+	}
+	for _, f := range fields {
+		if strings.ContainsFunc(f.v, unicode.IsControl) {
+			p.add(f.name, "must not contain control characters (newline, NUL, …)")
+		}
+	}
+	if len(ev.ID) > 255 {
+		p.add("id", "is %d characters; at most 255", len(ev.ID))
+	}
 }

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
@@ -33,8 +33,8 @@ func loadConfig(path string) (*fileConfig, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading config: %w", err)
 		}
-		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-			return nil, &v1alpha1.FieldError{Field: "config " + path, Message: cleanYAMLError(err)}
+		if err := decodeStrict(data, &cfg); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 		if cfg.MagnumConf != "" {
 			// Defaults, then magnum.conf, then this file's own magnum section.
@@ -46,8 +46,8 @@ func loadConfig(path string) (*fileConfig, error) {
 			if err := generator.ParseMagnumConf(ini, &cfg.Magnum); err != nil {
 				return nil, err
 			}
-			if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-				return nil, &v1alpha1.FieldError{Field: "config " + path, Message: cleanYAMLError(err)}
+			if err := decodeStrict(data, &cfg); err != nil {
+				return nil, fmt.Errorf("config %s: %w", path, err)
 			}
 		}
 	}
@@ -55,6 +55,26 @@ func loadConfig(path string) (*fileConfig, error) {
 		return nil, fmt.Errorf("config %s:\n%w", path, err)
 	}
 	return &cfg, nil
+}
+
+// decodeStrict decodes one YAML document into v: a second document, a duplicate key,
+// excessive nesting or an unknown key is an error naming it, and no error quotes a value
+// (configuration may hold a URL with credentials).
+func decodeStrict(data []byte, v any) error {
+	j, err := v1alpha1.ToJSON(data)
+	if err != nil {
+		return err
+	}
+	d := json.NewDecoder(bytes.NewReader(j))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		msg := cleanYAMLError(err)
+		if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
+			return &v1alpha1.FieldError{Field: strings.Trim(name, `"`), Message: "unknown field (a misspelt option would silently keep its default)"}
+		}
+		return &v1alpha1.FieldError{Field: "(config)", Message: v1alpha1.Redact(msg)}
+	}
+	return nil
 }
 
 // cleanYAMLError drops the decoder's layered prefixes ("error unmarshaling JSON: while
@@ -65,4 +85,19 @@ func cleanYAMLError(err error) string {
 		s = strings.ReplaceAll(s, p, "")
 	}
 	return s
+}
+
+// invalidConfig marks an error as bad configuration (exit status 2) without changing its
+// text, which already names the option.
+type invalidConfig struct{ err error }
+
+func (e invalidConfig) Error() string   { return e.err.Error() }
+func (e invalidConfig) Unwrap() []error { return []error{e.err, v1alpha1.ErrInvalidInput} }
+
+// configError wraps a configuration error; nil stays nil.
+func configError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return invalidConfig{err}
 }

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
+	"unicode"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
@@ -50,21 +54,52 @@ type gitReviewConfig struct {
 	} `json:"gitea,omitempty"`
 }
 
+// readSecretFile reads a credential from a file. An empty file is an error: it would
+// otherwise mean anonymous access without anyone noticing.
 func readSecretFile(field, path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", field, err)
+		return "", &v1alpha1.FieldError{Field: field, Message: err.Error()}
 	}
-	return strings.TrimSpace(string(b)), nil
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", &v1alpha1.FieldError{Field: field, Message: path + " is empty"}
+	}
+	return s, nil
+}
+
+// checkGitURL refuses a repository URL that carries a password or token: credentials come
+// from files (git.auth), never from the configuration, where they would reach logs, error
+// messages and the on-disk cache's config. No error quotes the URL.
+func checkGitURL(raw string) error {
+	if !strings.Contains(raw, "://") {
+		return nil // scp-like user@host:path has no password
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return &v1alpha1.FieldError{Field: "git.url", Message: "not a valid URL"}
+	}
+	if _, hasPassword := u.User.Password(); hasPassword {
+		return &v1alpha1.FieldError{Field: "git.url", Message: "must not carry a password or token: use git.auth.password_file or git.auth.token_file"}
+	}
+	return nil
 }
 
 // options builds gitrepo.Options from the section.
 func (g *gitConfig) options() (gitrepo.Options, error) {
 	if g.URL == "" {
-		return gitrepo.Options{}, errors.New("git.url: required to commit (see README, Configuration)")
+		return gitrepo.Options{}, &v1alpha1.FieldError{Field: "git.url", Message: "required to commit (see README, Configuration)"}
+	}
+	if err := checkGitURL(g.URL); err != nil {
+		return gitrepo.Options{}, err
+	}
+	for field, v := range map[string]string{"git.author.name": g.Author.Name, "git.author.email": g.Author.Email} {
+		if strings.ContainsAny(v, "<>\n\r\x00") || strings.ContainsFunc(v, unicode.IsControl) {
+			return gitrepo.Options{}, &v1alpha1.FieldError{Field: field, Message: "must not contain '<', '>' or control characters (they would corrupt the commit header)"}
+		}
 	}
 	o := gitrepo.Options{URL: g.URL, Branch: g.Branch, CacheDir: g.CacheDir, MaxAttempts: g.MaxAttempts,
 		Author: gitrepo.Signature{Name: g.Author.Name, Email: g.Author.Email}, MaxBackoff: 10 * time.Second}

@@ -29,16 +29,17 @@ func (c *sopsConfig) encrypter() (*sopsenc.Encrypter, error) {
 	if c.DigestKeyFile != "" {
 		b, err := os.ReadFile(c.DigestKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("sops.digest_key_file: %w", err)
+			return nil, configError(fmt.Errorf("sops.digest_key_file: %w", err))
 		}
 		o.DigestKey = bytes.TrimSpace(b)
 	}
 	if c.AgeIdentityFile != "" {
 		b, err := os.ReadFile(c.AgeIdentityFile)
 		if err != nil {
-			return nil, fmt.Errorf("sops.age_identity_file: %w", err)
+			return nil, configError(fmt.Errorf("sops.age_identity_file: %w", err))
 		}
 		o.Identity = string(b)
 	}
-	return sopsenc.New(o)
+	e, err := sopsenc.New(o)
+	return e, configError(err)
 }

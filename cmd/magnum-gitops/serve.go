@@ -90,11 +90,11 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	}
 	tokens, err := httpapi.ReadTokens(file.Serve.TokenFiles)
 	if err != nil {
-		return err
+		return configError(err)
 	}
 	tlsCfg, err := file.Serve.tlsConfig()
 	if err != nil {
-		return err
+		return configError(err)
 	}
 	so := service.Options{Pipeline: p, Sink: sink,
 		Listen: cmp.Or(o.listen, file.Serve.Listen, "127.0.0.1:8080"), OpsListen: file.Serve.OpsListen, TLS: tlsCfg,

@@ -1,0 +1,92 @@
+package v1alpha1_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+)
+
+func fixture(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestDecodeRefuses: hostile or careless documents are refused with the field named, and
+// no error quotes a secret.
+func TestDecodeRefuses(t *testing.T) {
+	t.Parallel()
+	good := fixture(t, "01-prod-a-create.yaml")
+	deepFlow := "apiVersion: " + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + "\n"
+	var deepBlock strings.Builder
+	for i := range 200 {
+		deepBlock.WriteString(strings.Repeat(" ", i) + "k:\n")
+	}
+	for _, tc := range []struct {
+		name, doc, field, want string
+	}{
+		{"duplicate operation", good + "operation: delete_cluster\n", "(document)", "already set"},
+		{"second document", good + "---\n" + good, "(document 2)", "one document"},
+		{"second document after a comment", good + "---\n# more\nid: x\n", "(document 2)", "one document"},
+		{"10,000-deep flow", deepFlow, "(document)", "nested more than 64 levels deep"},
+		{"deep block", deepBlock.String(), "(document)", "nested more than 64 levels deep"},
+		{"typo under secrets", strings.Replace(good, "  certificates:", "  certficates:", 1), "secrets", `unknown field "certficates"`},
+		{"typo under resolved", strings.Replace(good, "  volume_types:", "  volume_type:", 1), "resolved", `unknown field "volume_type"`},
+		{"unknown top-level key", good + "clutser: {}\n", "clutser", "unknown field"},
+		{"anchor in a secret", strings.Replace(good, "secret: fixture-appcred-secret-NOT-REAL-7f3a", "secret: *fixture-appcred-secret-NOT-REAL-7f3a", 1), "(document)", "unknown anchor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := v1alpha1.DecodeEvent([]byte(tc.doc))
+			if !errors.Is(err, v1alpha1.ErrInvalidInput) {
+				t.Fatalf("err = %v, want invalid input", err)
+			}
+			fields := v1alpha1.FieldErrors(err)
+			if len(fields) == 0 || fields[0].Field != tc.field || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want field %s with %q", err, tc.field, tc.want)
+			}
+			if strings.Contains(err.Error(), "NOT-REAL") {
+				t.Errorf("the error quotes a secret: %v", err)
+			}
+		})
+	}
+	if _, err := v1alpha1.DecodeEvent([]byte("---\n" + good + "...\n")); err != nil {
+		t.Errorf("one document with markers: %v", err)
+	}
+}
+
+// FuzzDecodeEvent: the decoder never panics, and what it accepts re-encodes to an event
+// that decodes to the same digest-relevant content.
+func FuzzDecodeEvent(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "fixtures", "events", "*.yaml"))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("a: &x [*x]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 64<<10 {
+			return
+		}
+		ev, err := v1alpha1.DecodeEvent(data)
+		if err != nil {
+			if !errors.Is(err, v1alpha1.ErrInvalidInput) {
+				t.Fatalf("error that is not an input error: %v", err)
+			}
+			return
+		}
+		if ev.APIVersion != v1alpha1.APIVersion || ev.Kind != v1alpha1.EventKind {
+			t.Fatalf("accepted a document of another kind: %s %s", ev.APIVersion, ev.Kind)
+		}
+	})
+}

@@ -1,0 +1,109 @@
+package v1alpha1
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// MaxDepth bounds how deeply a document may nest. A ClusterEvent nests about six levels;
+// the YAML parser takes minutes on a few thousand, so deeper input is refused before it
+// is parsed.
+const MaxDepth = 64
+
+// ToJSON converts one YAML (or JSON) document to JSON, strictly: a second document, a key
+// that appears twice in a mapping, or nesting deeper than MaxDepth is an error — a
+// duplicate "operation" must not silently win, nor a second document be dropped. No error
+// quotes a value of the document, which may hold secrets.
+func ToJSON(data []byte) ([]byte, error) {
+	if n := documents(data); n > 1 {
+		return nil, &FieldError{Field: "(document 2)", Message: "a file holds one document; found " + fmt.Sprint(n)}
+	}
+	if d := depth(data); d > MaxDepth {
+		return nil, &FieldError{Field: "(document)", Message: fmt.Sprintf("nested more than %d levels deep", MaxDepth)}
+	}
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, &FieldError{Field: "(document)", Message: "not valid YAML or JSON: " + Redact(err.Error())}
+	}
+	return j, nil
+}
+
+// quotedRE matches what parsers quote from the input: anchors, keys, values.
+var quotedRE = regexp.MustCompile(`'[^'\n]*'|"[^"\n]*"|` + "`[^`\n]*`")
+
+// Redact removes every quoted fragment of a parser's message, keeping its shape
+// ("unknown anchor '…' referenced"), so that no value of the input reaches an error.
+func Redact(msg string) string {
+	return quotedRE.ReplaceAllStringFunc(msg, func(q string) string { return q[:1] + "…" + q[len(q)-1:] })
+}
+
+// documents counts the YAML documents with content in data.
+func documents(data []byte) int {
+	n, content := 0, false
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		l := strings.TrimRight(string(line), "\r")
+		if l == "---" || strings.HasPrefix(l, "--- ") || l == "..." {
+			if content {
+				n++
+			}
+			content = false
+			if strings.HasPrefix(l, "--- ") && strings.TrimSpace(strings.TrimPrefix(l, "--- ")) != "" && !strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(l, "--- ")), "#") {
+				content = true // "--- value" starts a document with content
+			}
+			continue
+		}
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+			content = true
+		}
+	}
+	if content {
+		n++
+	}
+	return n
+}
+
+// depth estimates how deeply a YAML document nests: block indentation levels plus "- "
+// sequence markers, or flow brackets, whichever is deeper. Quoted text is skipped.
+func depth(data []byte) int {
+	maxDepth, flow := 0, 0
+	var indents []int
+	for _, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimLeft(line, " ")
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		ind := len(line) - len(t)
+		for len(indents) > 0 && indents[len(indents)-1] >= ind {
+			indents = indents[:len(indents)-1]
+		}
+		indents = append(indents, ind)
+		d := len(indents)
+		for strings.HasPrefix(t, "- ") {
+			d++
+			t = strings.TrimLeft(t[2:], " ")
+		}
+		maxDepth = max(maxDepth, d)
+		var quote byte
+		for i := 0; i < len(t); i++ {
+			c := t[i]
+			switch {
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+			case c == '"' || c == '\'':
+				quote = c
+			case c == '[' || c == '{':
+				flow++
+				maxDepth = max(maxDepth, d+flow)
+			case c == ']' || c == '}':
+				flow--
+			}
+		}
+	}
+	return maxDepth
+}

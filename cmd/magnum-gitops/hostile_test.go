@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
+)
+
+// TestHostileInput: input an attacker or a careless operator would give is refused with
+// exit status 2 and the field named, nothing reaches the repository, the repository stays
+// fsck-clean, and no secret is quoted back.
+func TestHostileInput(t *testing.T) {
+	t.Parallel()
+	git := gitserver.Start(t)
+	url := git.Init("clusters.git")
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := write("empty-token", "\n")
+	event, err := os.ReadFile("../../fixtures/events/02-prod-a-resize-workers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	create, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "git:\n  url: " + url + "\n  author: {name: magnum-gitops, email: m@example.org}\n"
+	for _, tc := range []struct {
+		name, config, event, field string
+	}{
+		{"newline in the event id", base, strings.Replace(string(event), "id: evt-02-resize-cluster", `id: "evt\nMagnum-Operation: delete_cluster"`, 1), "id"},
+		{"NUL in the cluster name", base, strings.Replace(string(event), "name: prod-a\n", "name: \"prod\\0a\"\n", 1), "cluster.name"},
+		{"newline in the node group target", base, strings.Replace(string(event), "nodegroup: default-worker", `nodegroup: "default-worker\nx"`, 1), "nodegroup"},
+		{"duplicate operation", base, string(event) + "operation: delete_cluster\n", "(document)"},
+		{"second document", base, string(event) + "---\n" + string(event), "(document 2)"},
+		{"typo under secrets", base, strings.Replace(string(create), "  certificates:", "  certficates:", 1), "secrets"},
+		{"deep document", base, "apiVersion: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n", "(document)"},
+		{"header injection in the author email", strings.Replace(base, "email: m@example.org", `email: "m@example.org>\ncommitter x <y"`, 1), string(event), "git.author.email"},
+		{"password in git.url", strings.Replace(base, "http://", "http://ops:hunter2-SECRET@", 1), string(event), "git.url"},
+		{"empty token file", base + "  auth: {token_file: " + empty + "}\n", string(event), "git.auth.token_file"},
+		{"duplicate key in the config", base + "git:\n  url: x\n", string(event), "(document)"},
+		{"unknown config key", base + "serve: {listn: x}\n", string(event), "listn"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := write(strings.ReplaceAll(tc.name, " ", "-")+".yaml", tc.config)
+			_, _, err := run(t, tc.event, "apply", "-f", "-", "--config", cfg, "--insecure-plaintext-secrets")
+			var stderr bytes.Buffer
+			if code := exitCode(&stderr, err); code != 2 {
+				t.Errorf("exit %d (%v), want 2", code, err)
+			}
+			if !strings.Contains(stderr.String(), tc.field) {
+				t.Errorf("stderr does not name %s: %s", tc.field, stderr.String())
+			}
+			for _, secret := range []string{"hunter2-SECRET", "fixture-appcred-secret"} {
+				if strings.Contains(stderr.String(), secret) {
+					t.Errorf("stderr quotes a secret: %s", stderr.String())
+				}
+			}
+		})
+	}
+	if out := strings.TrimSpace(git.Git(git.Dir("clusters.git"), "rev-list", "--all")); out != "" {
+		t.Errorf("refused input committed:\n%s", out)
+	}
+	git.Fsck("clusters.git")
+}
