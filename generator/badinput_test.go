@@ -94,9 +94,6 @@ func TestBadInput(t *testing.T) {
 		}, "magnum.capi_helm.csi_cinder_default_volume_type", "gold is not a valid Cinder volume type."},
 		{"no volume types", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.VolumeTypes = nil },
 			"resolved.volume_types", "at least one Cinder volume type"},
-		{"volume types colliding as StorageClasses", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
-			ev.Resolved.VolumeTypes = []string{"SSD", "ssd"}
-		}, "resolved.volume_types", "both become StorageClass \"ssd\""},
 		{"external network not resolved", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.Networks = nil },
 			"cluster_template.external_network_id", "external network \"public\" not found"},
 		{"fixed network not resolved", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.FixedNetwork = "tenant-net" },

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -251,6 +252,28 @@ func TestChartDeviations(t *testing.T) {
 		}
 		if chartrender.Find(renderChart(t, "0.27.0", res, res.Values), "HelmRelease.addons.stackhpc.com", res.ReleaseName+"-cni-calico") == nil {
 			t.Error("our values render no calico addon")
+		}
+	})
+
+	t.Run("no chart renders allowedTopologies", func(t *testing.T) {
+		t.Parallel()
+		res := fixtureResult(t, "18-ovn-allowed-cidrs-chart-0.24.yaml")
+		terms := []any{map[string]any{"matchLabelExpressions": []any{
+			map[string]any{"key": "topology.cinder.csi.openstack.org/zone", "values": []any{"az-1"}}}}}
+		for _, version := range []string{"0.10.1", "0.24.1", "0.27.0"} {
+			for name, topo := range map[string]any{"the driver's zone names": []any{"az-1"}, "selector terms": terms} {
+				v := cloneValues(t, res.Values)
+				v["addons"].(map[string]any)["openstack"].(map[string]any)["csiCinder"].(map[string]any)["defaultStorageClass"].(map[string]any)["allowedTopologies"] = topo
+				if _, err := chartrender.Render(loadChart(t, version), res.ReleaseName, res.Namespace, v); err == nil {
+					t.Errorf("chart %s renders %s: the refusal of csi_cinder_allowed_topologies is no longer needed", version, name)
+				}
+			}
+		}
+		ev := fixtureEvent(t, "18-ovn-allowed-cidrs-chart-0.24.yaml")
+		cfg := defaultConfig()
+		cfg.Magnum.CapiHelm.CSICinderAllowedTopologies = []string{"az-1"}
+		if _, err := generator.Render(ev, cfg); err == nil || !strings.Contains(err.Error(), "magnum.capi_helm.csi_cinder_allowed_topologies") {
+			t.Errorf("render: %v, want a refusal naming the option", err)
 		}
 	})
 

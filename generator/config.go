@@ -24,6 +24,8 @@ type Config struct {
 	// merge, lists and scalars replace, and null is sent as null, which Helm takes as
 	// "remove this key and the chart's default for it".
 	ValuesOverlay map[string]any `json:"values_overlay,omitempty"`
+	// ManagementCluster says what the management cluster serves.
+	ManagementCluster ManagementClusterConfig `json:"management_cluster,omitempty"`
 }
 
 // MagnumConfig mirrors the magnum.conf sections the driver reads.
@@ -102,6 +104,14 @@ type DriversConfig struct {
 	// OpenstackCAFile is read by the caller (the generator does no I/O) into
 	// SecretMaterial.CABundle when the event has none.
 	OpenstackCAFile string `json:"openstack_ca_file,omitempty"`
+}
+
+// ManagementClusterConfig describes the CAPI management cluster the repository is applied to.
+type ManagementClusterConfig struct {
+	// CAPOAPIVersions are the infrastructure.cluster.x-k8s.io versions its CAPO serves (CAPO
+	// ≥ 0.12 serves only v1beta1). When set, a chart that writes another version is refused;
+	// when empty, it is only reported.
+	CAPOAPIVersions []string `json:"capo_api_versions,omitempty"`
 }
 
 // FluxConfig shapes the Flux objects and the repository layout.

@@ -113,8 +113,12 @@ func (r *render) nodeGroups(groups []group) []any {
 		}
 		name := magnum.SanitizedName(g.Name)
 		switch {
-		case !nodeGroupNameRE.MatchString(name):
-			r.p.add(g.field+".name", "%q sanitizes to %q; the chart needs at least 3 characters of [a-z0-9-], starting with a letter and ending with a letter or digit", g.Name, name)
+		case name == "":
+			r.p.add(g.field+".name", "%q has no character a Kubernetes name can use", g.Name)
+		case r.chart.atLeast("0.15.0") && !nodeGroupNameRE.MatchString(name):
+			// The chart checks its node group names from 0.15.0 on; older charts take any
+			// DNS label (Magnum allows names of 1 character).
+			r.p.add(g.field+".name", "%q sanitizes to %q; chart %s needs at least 3 characters of [a-z0-9-], starting with a letter and ending with a letter or digit", g.Name, name, r.chartLabel())
 		case name == "control-plane":
 			r.p.add(g.field+".name", "\"control-plane\" is reserved: its MachineHealthCheck would collide with the control plane's")
 		case seen[name] != "":

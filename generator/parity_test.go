@@ -373,13 +373,12 @@ func TestParityStorageClasses(t *testing.T) {
 	v := renderValues(t, func(ev *v1alpha1.ClusterEvent, cfg *generator.Config) {
 		ev.Resolved.VolumeTypes = []string{"__DEFAULT__", "ssd.fast", "HDD_Slow"}
 		cfg.Magnum.CapiHelm.CSICinderDefaultVolumeType = ptrTo("ssd.fast")
-		cfg.Magnum.CapiHelm.CSICinderAllowedTopologies = []string{"zone-a"}
 		ev.Cluster.Labels = v1alpha1.Labels{"csi_cinder_reclaim_policy": "Delete", "csi_cinder_fstype": "xfs"}
 	})
 	cs := at(v, "addons.openstack.csiCinder").(map[string]any)
 	def := cs["defaultStorageClass"].(map[string]any)
 	if def["name"] != "ssd-fast" || def["reclaimPolicy"] != "Delete" || def["fstype"] != "xfs" ||
-		!reflect.DeepEqual(def["allowedTopologies"], []any{"zone-a"}) {
+		!reflect.DeepEqual(def["allowedTopologies"], []any{}) {
 		t.Errorf("default class = %v", def)
 	}
 	var names []string

@@ -39,7 +39,10 @@ type Result struct {
 	Values map[string]any `json:"values,omitempty"`
 	// Deviations lists where the values differ on purpose from magnum-capi-helm 1.4.0.
 	Deviations []Deviation `json:"deviations,omitempty"`
-	Objects    Objects     `json:"-"`
+	// Warnings are what may fail later although the input is valid, e.g. a chart whose CAPO
+	// API version the management cluster may not serve.
+	Warnings []string `json:"warnings,omitempty"`
+	Objects  Objects  `json:"-"`
 }
 
 // Objects are the Kubernetes objects of a rendered cluster.
@@ -67,8 +70,12 @@ func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
 		ClusterName: ev.Cluster.Name, ProjectID: ev.Cluster.ProjectID}
 
 	r.identity(res)
-	r.chart = chartFor(ev, cfg, &r.p)
+	r.chart, r.devs = chartFor(ev, cfg, &r.p)
 	res.Chart = r.chart
+	if len(cfg.ManagementCluster.CAPOAPIVersions) == 0 && r.chart.CAPOAPIVersion() != "v1beta1" {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("chart %s writes infrastructure.cluster.x-k8s.io/%s objects: CAPO 0.12 and newer serve only v1beta1, so helm-controller will fail to install it there (set management_cluster.capo_api_versions to refuse such charts)",
+			r.chart.Version, r.chart.CAPOAPIVersion()))
+	}
 	if ev.Operation != v1alpha1.DeleteCluster {
 		all := r.nodeGroupList()
 		r.checkTarget(all)

@@ -23,10 +23,7 @@ func (r *render) csiCinder() map[string]any {
 		def = *want
 	}
 	l, lc := r.labels, r.lc
-	topologies := make([]any, 0, len(r.cfg.Magnum.CapiHelm.CSICinderAllowedTopologies))
-	for _, t := range r.cfg.Magnum.CapiHelm.CSICinderAllowedTopologies {
-		topologies = append(topologies, t)
-	}
+	topologies := r.allowedTopologies()
 	class := func(t string) map[string]any {
 		return map[string]any{
 			"name":                 magnum.SanitizedName(t),
@@ -46,8 +43,12 @@ func (r *render) csiCinder() map[string]any {
 		name := magnum.SanitizedName(t)
 		if name == "" {
 			r.p.add("resolved.volume_types", "volume type %q has no characters a StorageClass name can use", t)
-		} else if j, dup := seen[name]; dup {
-			r.p.add("resolved.volume_types", "volume types %q and %q both become StorageClass %q", types[j], t, name)
+		} else if j, dup := seen[name]; dup && t != def {
+			// The driver renders both, and the second StorageClass of one name fails the
+			// addon; one class is kept rather than blocking every operation on the cluster.
+			r.deviate("addons.openstack.csiCinder.additionalStorageClasses",
+				"volume types %q and %q both become StorageClass %q: only %q gets a StorageClass; the driver renders both, which the addon cannot install", types[j], t, name, types[j])
+			continue
 		}
 		seen[name] = i
 		if t == def {
@@ -57,4 +58,17 @@ func (r *render) csiCinder() map[string]any {
 		}
 	}
 	return out
+}
+
+// allowedTopologies is [capi_helm] csi_cinder_allowed_topologies. Every openstack-cluster
+// chart up to 0.27.0 prints a StorageClass's allowedTopologies with the wrong indentation
+// inside the addon's template, so any non-empty value fails the Helm render ("did not find
+// expected key"): the driver's verbatim zone names as much as proper topology selector
+// terms (TestChartDeviations proves both). Refusing here says so at once instead of a
+// failed install later.
+func (r *render) allowedTopologies() []any {
+	if zones := r.cfg.Magnum.CapiHelm.CSICinderAllowedTopologies; len(zones) > 0 {
+		r.p.add("magnum.capi_helm.csi_cinder_allowed_topologies", "the openstack-cluster chart (through %s) cannot render a StorageClass with allowedTopologies: leave it empty", r.chartLabel())
+	}
+	return []any{}
 }

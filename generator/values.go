@@ -79,7 +79,7 @@ func (r *render) values(groups []group) map[string]any {
 					cmp.Or(ev.Cluster.FixedNetwork, ev.ClusterTemplate.FixedNetwork), ev.Resolved.Networks, "resolved.networks"),
 				"subnetFilter": r.idFilter("cluster.fixed_subnet",
 					cmp.Or(ev.Cluster.FixedSubnet, ev.ClusterTemplate.FixedSubnet), ev.Resolved.Subnets, "resolved.subnets"),
-				"nodeCidr": r.cidrLabel("fixed_subnet_cidr", lc.FixedSubnetCIDR),
+				"nodeCidr": r.nodeCIDR(),
 			},
 		},
 		"osDistro": r.osDistro(),
@@ -232,10 +232,16 @@ func (r *render) idFilter(field, v string, resolved map[string]string, resolvedF
 	return nil
 }
 
-func (r *render) cidrLabel(key, def string) string {
-	v := r.labels.str(key, def)
-	if _, _, err := net.ParseCIDR(v); err != nil {
-		r.p.add(r.labelField(key), "invalid CIDR %q", v)
+// nodeCIDR is the fixed_subnet_cidr label. The chart reads it only to create a network,
+// when neither a fixed network nor a fixed subnet is given, so only then must it be a CIDR
+// (the template prints it as YAML, which drops surrounding spaces).
+func (r *render) nodeCIDR() string {
+	v := r.labels.str("fixed_subnet_cidr", r.lc.FixedSubnetCIDR)
+	if cmp.Or(r.ev.Cluster.FixedNetwork, r.ev.ClusterTemplate.FixedNetwork, r.ev.Cluster.FixedSubnet, r.ev.ClusterTemplate.FixedSubnet) != "" {
+		return v
+	}
+	if _, _, err := net.ParseCIDR(strings.TrimSpace(v)); err != nil {
+		r.p.add(r.labelField("fixed_subnet_cidr"), "invalid CIDR %q (the chart creates the cluster network from it)", v)
 	}
 	return v
 }

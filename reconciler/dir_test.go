@@ -3,8 +3,10 @@ package reconciler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -74,5 +76,28 @@ func TestDirSinkAllOrNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "secret-ca.yaml")); err != nil {
 		t.Errorf("the Secrets must stay until the CAPI Cluster is gone: %v", err)
+	}
+}
+
+// TestNoChartDowngrade: an event that would move a cluster to an older chart than the
+// repository holds is refused, unless it is an upgrade_cluster.
+func TestNoChartDowngrade(t *testing.T) {
+	t.Parallel()
+	cfg := generator.DefaultConfig()
+	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+	sink := &reconciler.DirSink{Root: t.TempDir()}
+	ctx := context.Background()
+	if _, err := sink.Apply(ctx, p, event(t, "01-prod-a-create.yaml")); err != nil { // chart 0.27.0
+		t.Fatal(err)
+	}
+	older := event(t, "02-prod-a-resize-workers.yaml")
+	older.ClusterTemplate.Labels["capi_helm_chart_version"] = "0.24.1"
+	_, err := sink.Apply(ctx, p, older)
+	if reconciler.KindOf(err) != reconciler.KindInvalid || !strings.Contains(fmt.Sprint(err), "older than the 0.27.0") {
+		t.Fatalf("resize onto an older chart: %v, want a refusal", err)
+	}
+	older.Operation = "upgrade_cluster"
+	if _, err := sink.Apply(ctx, p, older); err != nil {
+		t.Errorf("an explicit upgrade_cluster may choose the chart: %v", err)
 	}
 }

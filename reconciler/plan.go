@@ -43,6 +43,9 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	if err != nil {
 		return nil, stepError("read", err)
 	}
+	if err := checkDowngrade(tree, dir, ev, res); err != nil {
+		return nil, stepError("diff", err)
+	}
 	existing := func(name string) ([]byte, bool) {
 		b, ok, err := tree.ReadFile(path.Join(dir, name))
 		return b, ok && err == nil

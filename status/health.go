@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -16,8 +17,16 @@ func health(v View, o Objects, cc conditionCache) (v1alpha1.HealthStatus, map[st
 		reasons["cluster"] = "Cluster resource not found."
 	} else if c := cc.conditions(o.Cluster); c.ClusterReady() && len(c.Waiting()) == 0 {
 		reasons["cluster"] = "Ready"
+	} else if w := c.Waiting(); len(w) > 0 {
+		reasons["cluster"] = "Waiting on " + pyList(w)
 	} else {
-		reasons["cluster"] = "Waiting on " + pyList(c.Waiting())
+		// Every v1beta1 condition is True, yet the v1beta2 Available is not (e.g. a failing
+		// remote connection probe): name it, with what it says, rather than "Waiting on []".
+		a := c.V1Beta2("Available")
+		reasons["cluster"] = "Waiting on " + pyList([]string{a.Type})
+		if msg := firstLine(cmp.Or(a.Message, a.Reason)); msg != "" {
+			reasons["cluster"] += ": " + msg
+		}
 	}
 	switch ic := o.InfraCluster; {
 	case ic == nil:
