@@ -12,7 +12,9 @@ import (
 // ListFiles returns the paths of every file under a directory of the branch (the whole
 // tree for "."), as last fetched or pushed, in Git's tree order.
 func (r *Repo) ListFiles(dir string) ([]string, error) {
-	h, err := r.Head()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, err := r.head(r.opts.Branch)
 	if err != nil || h.IsZero() {
 		return nil, err
 	}

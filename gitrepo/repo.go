@@ -160,12 +160,19 @@ func (r *Repo) treeOf(commit plumbing.Hash) (plumbing.Hash, error) {
 }
 
 // Head returns the commit the branch is at, as last fetched or pushed.
-func (r *Repo) Head() (plumbing.Hash, error) { return r.head(r.opts.Branch) }
+func (r *Repo) Head() (plumbing.Hash, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.head(r.opts.Branch)
+}
 
 // ReadFile returns a file of the branch as last fetched or pushed; ok is false when the
 // path does not exist.
 func (r *Repo) ReadFile(p string) (data []byte, ok bool, err error) {
-	h, err := r.Head()
+	// The object store is not safe for a read during a write: reads wait for Apply.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, err := r.head(r.opts.Branch)
 	if err != nil {
 		return nil, false, err
 	}
@@ -179,7 +186,9 @@ func (r *Repo) ReadFile(p string) (data []byte, ok bool, err error) {
 
 // ListDir returns the names of the files directly in a directory of the branch.
 func (r *Repo) ListDir(dir string) ([]string, error) {
-	h, err := r.Head()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, err := r.head(r.opts.Branch)
 	if err != nil || h.IsZero() {
 		return nil, err
 	}

@@ -226,6 +226,13 @@ func TestEventsInOrderMatchApply(t *testing.T) {
 	if n := strings.TrimSpace(h.git.Git(h.git.Dir(h.repo), "rev-list", "--count", "main")); n != strings.TrimSpace(h.git.Git(h.git.Dir("apply.git"), "rev-list", "--count", "main")) {
 		t.Errorf("serve made %s commits, apply a different number", n)
 	}
+	// No secret marker of the fixtures in any log line or commit message.
+	messages := h.git.Git(h.git.Dir(h.repo), "log", "--format=%B", "main")
+	for what, text := range map[string]string{"logs": h.logs.String(), "commit messages": messages} {
+		if strings.Contains(text, "NOT-REAL") || strings.Contains(text, "PRIVATE KEY") {
+			t.Errorf("a secret marker is in the %s", what)
+		}
+	}
 	h.git.Fsck(h.repo)
 }
 
@@ -368,3 +375,5 @@ func TestBadRequests(t *testing.T) {
 		t.Errorf("no event log line:\n%s", logs)
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,0 +1,281 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/fixtures"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
+)
+
+const benchClusters = 10000
+
+var (
+	seedOnce sync.Once
+	seedDir  string
+	seedErr  error
+)
+
+// benchEvent is cluster i of the benchmark repository with n workers.
+func benchEvent(i, n int) *v1alpha1.ClusterEvent {
+	data, err := fixtures.Events.ReadFile("events/01-prod-a-create.yaml")
+	if err != nil {
+		panic(err)
+	}
+	ev, err := v1alpha1.DecodeEvent(data)
+	if err != nil {
+		panic(err)
+	}
+	ev.ID = fmt.Sprintf("bench-%05d-%d", i, n)
+	ev.Cluster.UUID = fmt.Sprintf("3e9b7c52-1d4a-4f8e-9b6c-%012d", i)
+	ev.Cluster.Name = fmt.Sprintf("b%05d", i)
+	ev.Cluster.StackID = fmt.Sprintf("b%05d-stack", i)
+	ev.Cluster.ProjectID = fmt.Sprintf("p%03d", i%500)
+	ev.NodeGroups[1].NodeCount = n
+	return ev
+}
+
+// seedRepo returns a bare repository holding 10,000 rendered clusters (manifests, plaintext
+// Secrets and records: about 100,000 files), made once per benchmark binary.
+func seedRepo(b *testing.B) string {
+	b.Helper()
+	seedOnce.Do(func() {
+		root, err := os.MkdirTemp("", "serve-bench-")
+		if err != nil {
+			seedErr = err
+			return
+		}
+		seedDir = filepath.Join(root, "seed.git")
+		if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", seedDir).CombinedOutput(); err != nil {
+			seedErr = fmt.Errorf("%v: %s", err, out)
+			return
+		}
+		repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: "file://" + seedDir, Author: gitrepo.Signature{Name: "b", Email: "b@example.org"}})
+		if err != nil {
+			seedErr = err
+			return
+		}
+		cfg := generator.DefaultConfig()
+		p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+		change := gitrepo.Change{Subject: "seed 10000 clusters", Files: map[string][]byte{}}
+		for i := range benchClusters {
+			ev := benchEvent(i, 3)
+			res, err := p.Render(context.Background(), ev)
+			if err != nil {
+				seedErr = err
+				return
+			}
+			pl, err := p.Plan(ev, res, reconciler.EmptyTree{})
+			if err != nil {
+				seedErr = err
+				return
+			}
+			for f, c := range pl.Changes {
+				change.Files[f] = c
+			}
+		}
+		_, seedErr = repo.Apply(context.Background(), change)
+	})
+	if seedErr != nil {
+		b.Fatal(seedErr)
+	}
+	return seedDir
+}
+
+// cloneBare copies the seed so that every benchmark starts from the same repository.
+func cloneBare(b *testing.B) string {
+	b.Helper()
+	dst := filepath.Join(b.TempDir(), "r.git")
+	if out, err := exec.Command("git", "clone", "-q", "--bare", seedRepo(b), dst).CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	return dst
+}
+
+func startBench(b *testing.B, remote string, maxGroup int) string {
+	b.Helper()
+	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: "file://" + remote, Author: gitrepo.Signature{Name: "b", Email: "b@example.org"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := generator.DefaultConfig()
+	ready := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- service.Run(ctx, service.Options{
+			Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}},
+			Sink:     &reconciler.GitSink{Repo: repo}, Listen: "127.0.0.1:0", Tokens: httpapi.Tokens{[]byte(token)},
+			MaxGroup: maxGroup, ResyncInterval: 0, Ready: ready,
+			Log: discardLogger(),
+		})
+	}()
+	b.Cleanup(func() { cancel(); <-done })
+	select {
+	case addr := <-ready:
+		return "http://" + addr
+	case err := <-done:
+		b.Fatal(err)
+	}
+	return ""
+}
+
+func postJSON(url string, ev *v1alpha1.ClusterEvent) error {
+	body, _ := json.Marshal(ev)
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/events", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+var benchSeq atomic.Int64
+
+// BenchmarkPostToPush: one event at a time, HTTP POST → pushed commit, on the
+// 10,000-cluster repository, beside the same change through git add/commit/push in a
+// checkout of the same repository.
+func BenchmarkPostToPush(b *testing.B) {
+	remote := cloneBare(b)
+	b.Run("serve", func(b *testing.B) {
+		url := startBench(b, remote, 1)
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			ev := benchEvent(i%benchClusters, 4+int(benchSeq.Add(1)))
+			start := time.Now()
+			if err := postJSON(url, ev); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		reportPercentiles(b, lat)
+	})
+	b.Run("git-cli", func(b *testing.B) {
+		work := filepath.Join(b.TempDir(), "w")
+		if out, err := exec.Command("git", "clone", "-q", remote, work).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		git := func(args ...string) {
+			cmd := exec.Command("git", append([]string{"-C", work, "-c", "user.name=b", "-c", "user.email=b@example.org"}, args...)...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("git %v: %v %s", args, err, out)
+			}
+		}
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			f := filepath.Join(work, fmt.Sprintf("clusters/magnum/magnum-p%03d/b%05d-stack/helmrelease.yaml", i%500, i%benchClusters))
+			start := time.Now()
+			if err := os.WriteFile(f, fmt.Appendf(nil, "# change %d\n", benchSeq.Add(1)), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			git("add", "-A")
+			git("commit", "-q", "-m", "change")
+			git("push", "-q", "origin", "HEAD:main")
+			lat = append(lat, time.Since(start))
+		}
+		reportPercentiles(b, lat)
+	})
+}
+
+// BenchmarkThroughput: 64 concurrent clients, each posting events for its own clusters,
+// with group commit (up to 100 events a push) beside one push per event.
+func BenchmarkThroughput(b *testing.B) {
+	for _, group := range []int{1, 100} {
+		b.Run(fmt.Sprintf("group=%d", group), func(b *testing.B) {
+			url := startBench(b, cloneBare(b), group)
+			var next atomic.Int64
+			var mu sync.Mutex
+			var lat []time.Duration
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for c := range 64 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						n := next.Add(1)
+						if n > int64(b.N) {
+							return
+						}
+						ev := benchEvent((c*150+int(n))%benchClusters, 4+int(benchSeq.Add(1)))
+						t0 := time.Now()
+						if err := postJSON(url, ev); err != nil {
+							b.Error(err)
+							return
+						}
+						mu.Lock()
+						lat = append(lat, time.Since(t0))
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+			reportPercentiles(b, lat)
+		})
+	}
+}
+
+// BenchmarkResync: render every one of the 10,000 clusters again from its record and diff
+// it against the repository; nothing changed, so no plan and no commit.
+func BenchmarkResync(b *testing.B) {
+	remote := cloneBare(b)
+	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: "file://" + remote, Author: gitrepo.Signature{Name: "b", Email: "b@example.org"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := generator.DefaultConfig()
+	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		plans, err := p.ResyncPlans(context.Background(), repo, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(plans) != 0 {
+			b.Fatalf("%d clusters would change; want 0", len(plans))
+		}
+	}
+	b.StopTimer()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapSys)/(1<<20), "heap-MB")
+}
+
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
