@@ -99,8 +99,9 @@ func (r *render) masterCount(groups []group) any {
 }
 
 // nodeGroups renders nodeGroups[]: every non-master group, with autoscaling keys when
-// autoscaling is on and min != max (driver.py _get_node_counts and
-// _validate_allowed_node_counts, with its exact messages).
+// autoscaling is on and min != max (the driver's _get_node_counts and
+// _validate_allowed_node_counts, with its exact messages; docs/driver-rules.md, "Node groups
+// and autoscaling").
 func (r *render) nodeGroups(groups []group) []any {
 	autoscaling := r.labels.boolean("auto_scaling_enabled", r.lc.AutoScalingEnabled)
 	out := []any{}

@@ -127,8 +127,9 @@ func TestParityGeneratedReleaseName(t *testing.T) {
 	}
 }
 
-// TestParityBaseline is driver-reference §3.11 (the driver's test_create_cluster), with the
-// storage classes of §3.7 and a real Glance UUID for the test's "imageid1", which CAPO rejects.
+// TestParityBaseline is the driver's own test_create_cluster case (docs/driver-rules.md,
+// "Values"), with the storage classes of "Storage classes (Cinder CSI)" and a real Glance
+// UUID for the test's "imageid1", which CAPO rejects.
 func TestParityBaseline(t *testing.T) {
 	t.Parallel()
 	res := fixtureResult(t, "10-baseline-driver-defaults.yaml")
@@ -175,7 +176,8 @@ addons:
 	}
 }
 
-// TestParityLabels covers §3.1: precedence, filtering, bool/int/csv parsing and fallbacks.
+// TestParityLabels covers docs/driver-rules.md, "Labels": precedence, filtering,
+// bool/int/csv parsing and fallbacks.
 func TestParityLabels(t *testing.T) {
 	t.Parallel()
 	labels := func(l v1alpha1.Labels) func(*v1alpha1.ClusterEvent, *generator.Config) {
@@ -255,7 +257,7 @@ func TestParityLabels(t *testing.T) {
 	}
 }
 
-// TestParityBootVolume is the decision table of driver-reference §3.4.
+// TestParityBootVolume is the boot volume decision table (docs/driver-rules.md, "Root volume").
 func TestParityBootVolume(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -292,7 +294,7 @@ func TestParityBootVolume(t *testing.T) {
 	}
 }
 
-// TestParityEtcd is driver-reference §3.5.
+// TestParityEtcd checks docs/driver-rules.md, "etcd".
 func TestParityEtcd(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -324,7 +326,7 @@ func mustJSONCompact(t *testing.T, v any) []byte {
 	return b
 }
 
-// TestParityAutoscaling is driver-reference §3.6.
+// TestParityAutoscaling checks docs/driver-rules.md, "Node groups and autoscaling".
 func TestParityAutoscaling(t *testing.T) {
 	t.Parallel()
 	worker := func(v map[string]any) map[string]any { return at(v, "nodeGroups").([]any)[0].(map[string]any) }
@@ -367,7 +369,7 @@ func TestParityAutoscaling(t *testing.T) {
 	})
 }
 
-// TestParityStorageClasses is driver-reference §3.7.
+// TestParityStorageClasses checks docs/driver-rules.md, "Storage classes (Cinder CSI)".
 func TestParityStorageClasses(t *testing.T) {
 	t.Parallel()
 	v := renderValues(t, func(ev *v1alpha1.ClusterEvent, cfg *generator.Config) {

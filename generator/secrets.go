@@ -22,8 +22,8 @@ const (
 	SecretTypeCAPI corev1.SecretType = "cluster.x-k8s.io/secret"
 )
 
-// objectLabels are the labels the driver puts on everything it writes (driver.py 453-461),
-// plus ours on objects the driver does not write.
+// objectLabels are the labels the driver puts on everything it writes, plus ours on objects
+// the driver does not write (docs/driver-rules.md, "Naming").
 func (r *render) objectLabels(ours bool) map[string]string {
 	cut := func(s string) string {
 		if len(s) > magnum.MaxNameLen {
@@ -105,8 +105,8 @@ func (r *render) secret(ns, name string) *corev1.Secret {
 	}
 }
 
-// cloudCredentials is the driver's app-cred Secret (driver-reference §4.1): an Opaque Secret
-// with clouds.yaml (cloud "openstack", which the chart hard-codes) and cacert.
+// cloudCredentials is the driver's app-cred Secret (docs/driver-rules.md, "Secrets"): an
+// Opaque Secret with clouds.yaml (cloud "openstack", which the chart hard-codes) and cacert.
 func (r *render) cloudCredentials(ns string, m *v1alpha1.SecretMaterial) *corev1.Secret {
 	ac := m.ApplicationCredential
 	if ac.ID == "" {

@@ -6,9 +6,10 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
-// csiCinder builds one StorageClass per Cinder volume type (driver.py 923-984): the default
-// type ([capi_helm] csi_cinder_default_volume_type, else the first listed) becomes
-// defaultStorageClass, the rest additionalStorageClasses in Cinder's order.
+// csiCinder builds one StorageClass per Cinder volume type: the default type ([capi_helm]
+// csi_cinder_default_volume_type, else the first listed) becomes defaultStorageClass, the
+// rest additionalStorageClasses in Cinder's order (docs/driver-rules.md, "Storage classes
+// (Cinder CSI)").
 func (r *render) csiCinder() map[string]any {
 	types := r.ev.Resolved.VolumeTypes
 	if len(types) == 0 {

@@ -53,8 +53,8 @@ func (r *render) labelField(key string) string {
 	return "magnum.capi_helm_cluster_labels." + key
 }
 
-// values builds the openstack-cluster chart values exactly as driver.py
-// _update_helm_release does (driver-reference §3), then applies the site overlay.
+// values builds the openstack-cluster chart values exactly as the driver's
+// _update_helm_release does (docs/driver-rules.md, "Values"), then applies the site overlay.
 func (r *render) values(groups []group) map[string]any {
 	ev, lc, l := r.ev, r.lc, r.labels
 	autoHealing := l.boolean("auto_healing_enabled", lc.AutoHealingEnabled)
@@ -112,7 +112,7 @@ func (r *render) values(groups []group) map[string]any {
 		addons["kubernetesDashboard"] = map[string]any{"enabled": dashboard}
 	}
 
-	// Conditional values, in the driver's order (driver-reference §3.3).
+	// Conditional values, in the driver's order (docs/driver-rules.md, "Values").
 	r.rootVolume(v)
 	r.extraNetworks(v)
 	r.keystoneAuth(v)
@@ -257,7 +257,7 @@ func (r *render) lbMethod(provider string) string {
 	return r.labels.str("octavia_lb_algorithm", def)
 }
 
-// etcd renders the etcd block device (driver.py 632-679).
+// etcd renders the etcd block device (docs/driver-rules.md, "etcd").
 func (r *render) etcd() map[string]any {
 	l, lc := r.labels, r.lc
 	size, ok := l.integer("etcd_blockdevice_size", nil)

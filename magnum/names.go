@@ -56,7 +56,7 @@ var shortIDEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 // random; here it is the base32 of a SHA-256 of the cluster UUID, so rendering stays pure and
 // a lost stack_id can be recomputed. Unlike the driver, a "-" left at the end of the 30-char
 // cut is trimmed, so R never contains "--" (the driver's Secret and chart names would then
-// disagree, see driver-reference §2.1).
+// disagree: docs/driver-rules.md, "Naming").
 func GenerateReleaseName(clusterName, clusterUUID string) string {
 	base := SanitizedName(clusterName)
 	if len(base) > 30 {
