@@ -11,7 +11,7 @@ TESTBIN_DIR = $(shell hack/testbin.sh 2>/dev/null | tail -n 1)
 
 export GOTOOLCHAIN := local
 
-.PHONY: help build test test-unit testbin demo bench fuzz update-golden vet lint fmt clean
+.PHONY: help build test test-unit test-driver testbin demo bench fuzz update-golden vet lint fmt clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -19,8 +19,11 @@ help: ## Show this help
 build: ## Build bin/magnum-gitops
 	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/magnum-gitops
 
-test: testbin vet ## Run every test (builds the test binaries on first use)
+test: testbin vet test-driver ## Run every test (builds the test binaries on first use)
 	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" $(GO) test $(GOFLAGS) -count=1 $(PKGS)
+
+test-driver: build ## The Magnum driver shim's tests (Python, Magnum's own fixtures) against bin/magnum-gitops
+	MAGNUM_GITOPS_BIN=$(CURDIR)/$(BIN) contrib/magnum-driver/run-tests.sh
 
 test-unit: ## Run the tests that need no API server
 	$(GO) test $(GOFLAGS) -count=1 $(PKGS)
@@ -34,8 +37,15 @@ demo: build ## Render the example events into a repository and print it
 bench: ## Run the benchmarks
 	$(GO) test $(GOFLAGS) -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
 
-fuzz: ## Fuzz the event decoder and generator for FUZZTIME
-	$(GO) test ./generator -run '^$$' -fuzz FuzzRender -fuzztime $(FUZZTIME) -fuzzminimizetime 1x
+# Every fuzz target, as package:Name. CI runs each for seconds (FUZZTIME=5s); run them for
+# minutes locally.
+FUZZ_TARGETS := ./api/v1alpha1:FuzzDecodeEvent ./cmd/magnum-gitops:FuzzLoadConfig ./generator:FuzzRender
+
+fuzz: ## Run every fuzz target for FUZZTIME each
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; echo "==> $$name ($$pkg, $(FUZZTIME))"; \
+	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1x || exit 1; \
+	done
 
 update-golden: ## Rewrite the golden files under fixtures/golden
 	$(GO) test ./generator -run 'TestGolden' -update

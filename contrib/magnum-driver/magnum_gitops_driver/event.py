@@ -1,0 +1,182 @@
+"""Build ClusterEvent documents (magnum-gitops.io/v1alpha1) from Magnum objects.
+
+Pure mapping plus the node group listing: no OpenStack calls, no HTTP. The conductor's
+objects are serialised field by field (whatever fields this Magnum release has), minus the
+certificate references and trust credentials, which never leave Magnum.
+"""
+
+import datetime
+import socket
+import uuid as uuidlib
+
+from magnum_gitops_driver import DRIVER_NAME
+
+API_VERSION = "magnum-gitops.io/v1alpha1"
+KIND = "ClusterEvent"
+
+OPERATIONS = (
+    "create_cluster", "update_cluster", "resize_cluster", "upgrade_cluster", "delete_cluster",
+    "create_nodegroup", "update_nodegroup", "delete_nodegroup", "rotate_credential",
+)
+
+# Cluster fields that never leave Magnum: references into its certificate store and the
+# trustee's credentials (Magnum <= 22).
+CLUSTER_EXCLUDED = frozenset([
+    "id", "cluster_template", "nodegroups",
+    "ca_cert_ref", "magnum_cert_ref", "etcd_ca_cert_ref", "front_proxy_ca_cert_ref",
+    "trust_id", "trustee_username", "trustee_password", "trustee_user_id",
+])
+TEMPLATE_EXCLUDED = frozenset(["id"])
+NODEGROUP_EXCLUDED = frozenset(["id"])
+
+IN_PROGRESS = {
+    "create_cluster": "CREATE_IN_PROGRESS",
+    "delete_cluster": "DELETE_IN_PROGRESS",
+}
+
+
+def magnum_version():
+    try:
+        from magnum import version
+        return version.version_info.release_string()
+    except Exception:  # pragma: no cover - packaging without pbr metadata
+        return None
+
+
+def magnum_major():
+    """Magnum's major version (15 for Zed), or None when unknown."""
+    v = magnum_version()
+    try:
+        return int(str(v).split(".")[0])
+    except (TypeError, ValueError):
+        return None
+
+
+def rfc3339(value):
+    if value is None:
+        return None
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        return value.isoformat()
+    return str(value)
+
+
+def now_rfc3339():
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def labels(value):
+    """Magnum labels as a string map (str() of non-strings, as Magnum would store them)."""
+    if not value:
+        return {}
+    return {str(k): v if isinstance(v, str) else str(v) for k, v in dict(value).items()}
+
+
+def _plain(value):
+    if isinstance(value, datetime.datetime):
+        return rfc3339(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def serialize(obj, excluded=frozenset()):
+    """Every set field of a Magnum versioned object, as JSON-ready values."""
+    out = {}
+    for name in sorted(obj.fields):
+        if name in excluded or not obj.obj_attr_is_set(name):
+            continue
+        value = getattr(obj, name)
+        if name == "labels":
+            value = labels(value)
+        out[name] = _plain(value)
+    return out
+
+
+def nodegroups_with(cluster, nodegroup=None, listed=None):
+    """The cluster's node groups in Magnum's order, ``nodegroup`` substituted by uuid.
+
+    The conductor hands some calls a patched but unsaved node group (update_nodegroup), or
+    one whose status it changed only in memory (delete_nodegroup); a fresh DB listing would
+    carry the old values, so the object passed in wins.
+    """
+    groups = list(cluster.nodegroups if listed is None else listed)
+    if nodegroup is None:
+        return groups
+    for i, ng in enumerate(groups):
+        if ng.uuid == nodegroup.uuid:
+            groups[i] = nodegroup
+            return groups
+    groups.append(nodegroup)
+    return groups
+
+
+def counts(groups):
+    master = sum(ng.node_count or 0 for ng in groups if ng.role == "master")
+    workers = sum(ng.node_count or 0 for ng in groups if ng.role != "master")
+    return master, workers
+
+
+def new_event_id():
+    return str(uuidlib.uuid4())
+
+
+def build(operation, context, cluster, template, groups, nodegroup=None, params=None,
+          resolved=None, secrets=None, event_id=None, conductor_host=None):
+    """A ClusterEvent for one driver call.
+
+    ``cluster`` describes the state after the call as Magnum will record it: its status is
+    the operation's IN_PROGRESS status and updated_at is now (the service measures the
+    operation's deadline from it).
+    """
+    if operation not in OPERATIONS:
+        raise ValueError("unknown operation %r" % operation)
+    c = serialize(cluster, CLUSTER_EXCLUDED)
+    master_count, node_count = counts(groups)
+    c["master_count"] = master_count
+    c["node_count"] = node_count
+    c["labels"] = labels(getattr(cluster, "labels", None))
+    c["status"] = IN_PROGRESS.get(operation, "UPDATE_IN_PROGRESS")
+    c["status_reason"] = None
+    c["updated_at"] = now_rfc3339()
+    if template is not None and getattr(template, "uuid", None):
+        c["cluster_template_id"] = template.uuid
+    ev = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "id": event_id or new_event_id(),
+        "operation": operation,
+        "context": request_context(context),
+        "cluster": c,
+        "cluster_template": serialize(template, TEMPLATE_EXCLUDED) if template else {},
+        "nodegroups": [serialize(ng, NODEGROUP_EXCLUDED) for ng in groups],
+        "magnum": {
+            "version": magnum_version(),
+            "driver": DRIVER_NAME,
+            "conductor_host": conductor_host or socket.gethostname(),
+        },
+    }
+    if nodegroup is not None:
+        ev["nodegroup"] = nodegroup.name
+    if params:
+        ev["params"] = {k: v for k, v in params.items() if v is not None}
+    if resolved:
+        ev["resolved"] = resolved
+    if secrets:
+        ev["secrets"] = secrets
+    return ev
+
+
+def request_context(context):
+    """The requesting user's project, user and Keystone URL; never the token."""
+    out = {}
+    for key in ("project_id", "user_id", "auth_url"):
+        value = getattr(context, key, None)
+        if value:
+            out[key] = value
+    return out

@@ -1,0 +1,232 @@
+"""Status and health flowing back into Magnum, through Magnum's real periodic jobs.
+
+Client.get_status is replaced by a lookup table here; test_integration.py reads the real
+service.
+"""
+
+import fixtures
+import testtools
+
+from magnum import objects
+
+from magnum_gitops_driver import client as client_mod
+from magnum_gitops_driver import status as status_mod
+
+from tests import base
+
+
+class TestFamilyRule(testtools.TestCase):
+
+    def test_table(self):
+        cases = [
+            # (Magnum now, service says, recorded)
+            ("CREATE_IN_PROGRESS", "CREATE_COMPLETE", "CREATE_COMPLETE"),
+            ("CREATE_IN_PROGRESS", "CREATE_FAILED", "CREATE_FAILED"),
+            ("CREATE_IN_PROGRESS", "CREATE_IN_PROGRESS", None),
+            ("CREATE_IN_PROGRESS", "UPDATE_COMPLETE", None),
+            ("UPDATE_IN_PROGRESS", "CREATE_COMPLETE", None),  # stale: the previous operation
+            ("UPDATE_IN_PROGRESS", "UPDATE_COMPLETE", "UPDATE_COMPLETE"),
+            ("UPDATE_IN_PROGRESS", "UPDATE_FAILED", "UPDATE_FAILED"),
+            ("DELETE_IN_PROGRESS", "DELETE_COMPLETE", "DELETE_COMPLETE"),
+            ("DELETE_IN_PROGRESS", "UPDATE_COMPLETE", None),
+            ("CREATE_COMPLETE", "UPDATE_COMPLETE", None),  # not in an operation
+            ("UPDATE_FAILED", "UPDATE_COMPLETE", None),
+            ("UPDATE_IN_PROGRESS", None, None),
+            ("UPDATE_IN_PROGRESS", "", None),
+            (None, "CREATE_COMPLETE", None),
+        ]
+        for now, says, want in cases:
+            self.assertEqual(want, status_mod.family_status(now, says), (now, says))
+
+    def test_health(self):
+        self.assertEqual(("HEALTHY", {"cluster": "Ready", "n": "3"}),
+                         status_mod.health({"health_status": "HEALTHY",
+                                            "health_status_reason": {"cluster": "Ready",
+                                                                     "n": 3}}))
+        self.assertEqual((None, None), status_mod.health({"health_status": "UNKNOWN"}))
+        self.assertEqual((None, None), status_mod.health({}))
+
+
+class StatusTestCase(base.DriverTestCase):
+
+    def setUp(self):
+        super(StatusTestCase, self).setUp()
+        self.posts = base.Recorded().patch(self)
+        self.docs = {}
+        self.reads = []
+        test = self
+
+        def get_status(client, uuid, request_id=None):
+            test.reads.append(uuid)
+            doc = test.docs.get(uuid)
+            if isinstance(doc, Exception):
+                raise doc
+            return doc
+
+        self.useFixture(fixtures.MockPatchObject(client_mod.Client, "get_status",
+                                                 get_status))
+        self.cluster = self.create_cluster()
+
+    def doc(self, status, reason="", nodegroups=None, **kw):
+        d = {"uuid": self.cluster.uuid, "stack_id": self.cluster.stack_id,
+             "event_id": "e", "status": status, "status_reason": reason,
+             "api_address": "https://192.0.2.10:6443", "coe_version": "v1.33.7",
+             "node_count": 2, "master_count": 1,
+             "nodegroups": nodegroups if nodegroups is not None else [
+                 {"name": "default-master", "status": status, "node_count": 1},
+                 {"name": "default-worker", "status": status, "node_count": 2}],
+             "health_status": "HEALTHY",
+             "health_status_reason": {"cluster": "Ready", "infrastructure": "Ready",
+                                      "controlplane": "Ready", "nodegroup": "Ready"},
+             "secrets_removable": False, "revision": {"desired": "a", "applied": "a"}}
+        d.update(kw)
+        self.docs[self.cluster.uuid] = d
+        return d
+
+
+class TestUpdateClusterStatus(StatusTestCase):
+
+    def test_create_completes(self):
+        self.doc("CREATE_IN_PROGRESS", "waiting for the control plane",
+                 api_address=None, coe_version=None)
+        self.sync_status()
+        c = self.reload(self.cluster)
+        self.assertEqual(("CREATE_IN_PROGRESS", "waiting for the control plane"),
+                         (c.status, c.status_reason))
+        self.assertIsNone(c.api_address)
+
+        self.doc("CREATE_COMPLETE")
+        self.sync_status()
+        c = self.reload(self.cluster)
+        self.assertEqual(("CREATE_COMPLETE", None), (c.status, c.status_reason))
+        self.assertEqual("https://192.0.2.10:6443", c.api_address)
+        self.assertEqual("v1.33.7", c.coe_version)
+        self.assertEqual("HEALTHY", c.health_status)
+        self.assertEqual("Ready", c.health_status_reason["controlplane"])
+        self.assertEqual({"CREATE_COMPLETE"}, {ng.status for ng in self.groups(c).values()})
+        # Magnum's job sent the success notification.
+        events = [call.args[1] for call in self.notifier.info.call_args_list]
+        self.assertIn("magnum.cluster.create", events)
+
+    def test_create_fails_with_the_reason(self):
+        self.doc("CREATE_FAILED", "Machine prod-a-md-0-x: Quota exceeded for instances")
+        self.sync_status()
+        c = self.reload(self.cluster)
+        self.assertEqual(("CREATE_FAILED",
+                          "Machine prod-a-md-0-x: Quota exceeded for instances"),
+                         (c.status, c.status_reason))
+
+    def test_stale_answer_about_the_previous_operation_is_ignored(self):
+        c = self.set_status(self.cluster, "UPDATE_IN_PROGRESS")
+        self.doc("CREATE_COMPLETE", "old")
+        self.sync_status()
+        c = self.reload(c)
+        self.assertEqual("UPDATE_IN_PROGRESS", c.status)
+        self.assertNotEqual("old", c.status_reason)
+        self.assertEqual({"UPDATE_IN_PROGRESS"}, {ng.status for ng in self.groups(c).values()})
+        # Non-status fields are still copied.
+        self.assertEqual("https://192.0.2.10:6443", c.api_address)
+
+    def test_unknown_or_unreachable_changes_nothing(self):
+        self.sync_status()  # no document: 404
+        self.docs[self.cluster.uuid] = client_mod.Unavailable(detail="down")
+        self.sync_status()
+        self.assertEqual([self.cluster.uuid] * 2, self.reads)
+        c = self.reload(self.cluster)
+        self.assertEqual("CREATE_IN_PROGRESS", c.status)
+        self.assertIsNone(c.health_status)
+
+    def test_counts_follow_only_outside_an_operation(self):
+        c = self.set_status(self.cluster, "UPDATE_IN_PROGRESS")
+        self.doc("UPDATE_IN_PROGRESS", nodegroups=[
+            {"name": "default-worker", "status": "UPDATE_IN_PROGRESS", "node_count": 7}])
+        self.sync_status()
+        self.assertEqual(2, self.groups(c)["default-worker"].node_count)
+        self.doc("UPDATE_COMPLETE", nodegroups=[
+            {"name": "default-worker", "status": "UPDATE_COMPLETE", "node_count": 3}])
+        self.sync_status()
+        w = self.groups(c)["default-worker"]
+        self.assertEqual(("UPDATE_COMPLETE", 3), (w.status, w.node_count))
+
+    def test_deleted_nodegroup_is_destroyed_when_gone(self):
+        c = self.set_status(self.cluster, "UPDATE_COMPLETE")
+        ng = self.new_nodegroup(c, name="gpu")
+        self.ng_handler.nodegroup_create(self.context, c, ng)
+        c = self.set_status(c, "UPDATE_COMPLETE")
+        self.ng_handler.nodegroup_delete(self.context, c, self.groups(c)["gpu"])
+        self.assertEqual("DELETE_IN_PROGRESS", self.groups(c)["gpu"].status)
+
+        rows = [{"name": "default-master", "status": "UPDATE_COMPLETE", "node_count": 1},
+                {"name": "default-worker", "status": "UPDATE_COMPLETE", "node_count": 2}]
+        self.doc("UPDATE_IN_PROGRESS", nodegroups=rows + [
+            {"name": "gpu", "status": "DELETE_IN_PROGRESS", "node_count": 1}])
+        self.sync_status()
+        self.assertIn("gpu", self.groups(c))
+
+        # "gone" destroys only a non-default group being deleted.
+        self.doc("UPDATE_COMPLETE", nodegroups=[
+            dict(rows[0], gone=True), dict(rows[1]),
+            {"name": "gpu", "status": "DELETE_COMPLETE", "node_count": 0, "gone": True}])
+        self.sync_status()
+        self.assertEqual({"default-master", "default-worker"}, set(self.groups(c)))
+        self.assertEqual("UPDATE_COMPLETE", self.reload(c).status)
+
+    def test_delete_complete_cleans_up_and_magnum_removes_the_rows(self):
+        c = self.set_status(self.cluster, "CREATE_COMPLETE")
+        refs = [c.ca_cert_ref, c.magnum_cert_ref, c.etcd_ca_cert_ref,
+                c.front_proxy_ca_cert_ref]
+        self.assertEqual(4, len([r for r in refs if r]))
+        stored = {kp.uuid for kp in objects.X509KeyPair.list(self.context)}
+        self.assertTrue(set(refs) <= stored)
+        keystone_deleted = {}
+        self.useFixture(fixtures.MockPatch(
+            "magnum.conductor.handlers.common.trust_manager.delete_trustee_and_trust",
+            side_effect=lambda osc, ctx, cl: keystone_deleted.update(trust=cl.trust_id)))
+
+        self.cluster_handler.cluster_delete(self.context, c.uuid)
+        self.doc("DELETE_IN_PROGRESS", "Cluster is deleting")
+        self.sync_status()
+        self.assertEqual("DELETE_IN_PROGRESS", self.reload(c).status)
+        self.doc("DELETE_COMPLETE", secrets_removable=True, nodegroups=[])
+        self.sync_status()
+        self.assertRaises(Exception, self.reload, c)  # rows destroyed by Magnum's job
+        self.assertEqual([], objects.NodeGroup.list(self.admin_context(), c.uuid))
+        left = {kp.uuid for kp in objects.X509KeyPair.list(self.admin_context())}
+        self.assertEqual(set(), set(refs) & left)  # all four (Zed removes none itself)
+        self.assertEqual({"trust": c.trust_id}, keystone_deleted)
+
+
+class TestHealth(StatusTestCase):
+
+    def test_health_job_stores_health(self):
+        c = self.set_status(self.cluster, "CREATE_COMPLETE")
+        self.doc("CREATE_COMPLETE", health_status="UNHEALTHY",
+                 health_status_reason={"cluster": "Ready", "nodegroup":
+                                       "MachineDeployment default-worker: 1 of 2 ready"})
+        self.sync_health()
+        c = self.reload(c)
+        self.assertEqual("UNHEALTHY", c.health_status)
+        self.assertEqual("MachineDeployment default-worker: 1 of 2 ready",
+                         c.health_status_reason["nodegroup"])
+
+    def test_unknown_health_keeps_the_last_known(self):
+        c = self.set_status(self.cluster, "CREATE_COMPLETE")
+        self.doc("CREATE_COMPLETE")
+        self.sync_health()
+        self.assertEqual("HEALTHY", self.reload(c).health_status)
+        self.doc("CREATE_COMPLETE", health_status="UNKNOWN",
+                 health_status_reason={"cluster": "management cluster unreachable"})
+        self.sync_health()
+        self.assertEqual("HEALTHY", self.reload(c).health_status)
+        self.docs[c.uuid] = client_mod.Unavailable(detail="down")
+        self.sync_health()
+        self.assertEqual("HEALTHY", self.reload(c).health_status)
+
+    def test_health_job_lets_counts_follow_the_autoscaler(self):
+        c = self.set_status(self.cluster, "UPDATE_COMPLETE")
+        self.doc("UPDATE_COMPLETE", nodegroups=[
+            {"name": "default-master", "status": "UPDATE_COMPLETE", "node_count": 1},
+            {"name": "default-worker", "status": "UPDATE_COMPLETE", "node_count": 5}])
+        self.sync_health()
+        self.assertEqual(5, self.groups(c)["default-worker"].node_count)
+        self.assertEqual("UPDATE_COMPLETE", self.reload(c).status)
