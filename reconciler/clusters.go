@@ -29,10 +29,18 @@ type ClusterRecord struct {
 type Clusters struct {
 	mu sync.RWMutex
 	m  map[string]ClusterRecord
+	// gone keeps the clusters whose delete completed, so that a Magnum that missed the
+	// moment (a conductor down) still learns DELETE_COMPLETE instead of an unknown cluster.
+	gone map[string]ClusterRecord
 }
 
+// TombstoneTTL is how long a completed delete stays answerable.
+const TombstoneTTL = 7 * 24 * time.Hour
+
 // NewClusters returns an empty index.
-func NewClusters() *Clusters { return &Clusters{m: map[string]ClusterRecord{}} }
+func NewClusters() *Clusters {
+	return &Clusters{m: map[string]ClusterRecord{}, gone: map[string]ClusterRecord{}}
+}
 
 // Observe records an applied event. The stored event carries no Secret material.
 func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
@@ -45,13 +53,31 @@ func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
 		rec.Revision = old.Revision // a replay keeps the commit that carried it
 	}
 	c.m[ev.Cluster.UUID] = rec
+	delete(c.gone, ev.Cluster.UUID)
 }
 
-// Forget drops a cluster whose directory has left the repository.
-func (c *Clusters) Forget(uuid string) {
+// Forget drops a cluster whose delete completed, keeping a tombstone for TombstoneTTL.
+func (c *Clusters) Forget(uuid string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if rec, ok := c.m[uuid]; ok {
+		rec.At = at
+		c.gone[uuid] = rec
+	}
 	delete(c.m, uuid)
+	for id, rec := range c.gone {
+		if at.Sub(rec.At) > TombstoneTTL {
+			delete(c.gone, id)
+		}
+	}
+}
+
+// Gone returns the record of a cluster whose delete completed.
+func (c *Clusters) Gone(uuid string) (ClusterRecord, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	r, ok := c.gone[uuid]
+	return r, ok
 }
 
 // Get returns a cluster's record.
@@ -131,6 +157,7 @@ func LoadClusters(repo FileLister, cfg *generator.Config, at time.Time) (*Cluste
 		if stackID == "" {
 			stackID = magnum.GenerateReleaseName(ev.Cluster.Name, ev.Cluster.UUID)
 		}
+		delete(c.gone, ev.Cluster.UUID)
 		c.m[ev.Cluster.UUID] = ClusterRecord{Event: ev, StackID: stackID,
 			Namespace: magnum.Namespace(cfg.Magnum.CapiHelm.NamespacePrefix, ev.Cluster.ProjectID), At: at}
 	}

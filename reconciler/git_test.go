@@ -143,3 +143,35 @@ func TestGitSinkRefusesPlaintextAndReviewBranch(t *testing.T) {
 		t.Errorf("branches: %s", out)
 	}
 }
+
+// TestRotateCredential: rotate_credential re-renders the cloud-credentials Secret with the
+// new application credential and nothing else.
+func TestRotateCredential(t *testing.T) {
+	t.Parallel()
+	p, sink, _ := committer(t)
+	ctx := context.Background()
+	create := event(t, "01-prod-a-create.yaml")
+	if _, err := sink.Apply(ctx, p, create); err != nil {
+		t.Fatal(err)
+	}
+	rotate := event(t, "01-prod-a-create.yaml")
+	rotate.ID, rotate.Operation = "evt-rotate", v1alpha1.RotateCredential
+	rotate.Secrets.ApplicationCredential = &v1alpha1.ApplicationCredential{ID: "new-credential-id", Secret: "new-secret-NOT-REAL"}
+	rotate.Secrets.Certificates = nil
+	out, err := sink.Apply(ctx, p, rotate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changed []string
+	for _, f := range out.Plan.Paths() {
+		if !strings.HasSuffix(f, "/"+reconciler.RecordFile) {
+			changed = append(changed, f[strings.LastIndex(f, "/")+1:])
+		}
+	}
+	if strings.Join(changed, ",") != "secret-cloud-credentials.sops.yaml" {
+		t.Errorf("rotate changed %v, want only the cloud-credentials Secret", changed)
+	}
+	if !strings.Contains(out.Plan.Commit.Subject, "rotate the application credential of cluster prod-a") {
+		t.Errorf("subject %q", out.Plan.Commit.Subject)
+	}
+}

@@ -20,14 +20,15 @@ const (
 
 // verbs names what each operation does, for commit subjects.
 var verbs = map[v1alpha1.Operation]string{
-	v1alpha1.CreateCluster:   "create cluster",
-	v1alpha1.UpdateCluster:   "update cluster",
-	v1alpha1.ResizeCluster:   "resize cluster",
-	v1alpha1.UpgradeCluster:  "upgrade cluster",
-	v1alpha1.DeleteCluster:   "delete cluster",
-	v1alpha1.CreateNodeGroup: "create node group %s of cluster",
-	v1alpha1.UpdateNodeGroup: "update node group %s of cluster",
-	v1alpha1.DeleteNodeGroup: "delete node group %s of cluster",
+	v1alpha1.CreateCluster:    "create cluster",
+	v1alpha1.UpdateCluster:    "update cluster",
+	v1alpha1.RotateCredential: "rotate the application credential of cluster",
+	v1alpha1.ResizeCluster:    "resize cluster",
+	v1alpha1.UpgradeCluster:   "upgrade cluster",
+	v1alpha1.DeleteCluster:    "delete cluster",
+	v1alpha1.CreateNodeGroup:  "create node group %s of cluster",
+	v1alpha1.UpdateNodeGroup:  "update node group %s of cluster",
+	v1alpha1.DeleteNodeGroup:  "delete node group %s of cluster",
 }
 
 // CommitChange turns a rendered event into a gitrepo.Change: a subject a reviewer

@@ -19,11 +19,14 @@ const (
 	CreateNodeGroup Operation = "create_nodegroup"
 	UpdateNodeGroup Operation = "update_nodegroup"
 	DeleteNodeGroup Operation = "delete_nodegroup"
+	// RotateCredential (Magnum ≥ 21) carries a new application credential: only the
+	// cloud-credentials Secret changes.
+	RotateCredential Operation = "rotate_credential"
 )
 
 // Operations lists every valid Operation, in the order Magnum documents them.
 var Operations = []Operation{CreateCluster, UpdateCluster, ResizeCluster, UpgradeCluster,
-	DeleteCluster, CreateNodeGroup, UpdateNodeGroup, DeleteNodeGroup}
+	DeleteCluster, CreateNodeGroup, UpdateNodeGroup, DeleteNodeGroup, RotateCredential}
 
 // TargetsNodeGroup reports whether the operation acts on the event's "nodegroup".
 func (o Operation) TargetsNodeGroup() bool {

@@ -87,6 +87,10 @@ func TestDeleteSecondPhase(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// A Magnum that missed the moment still learns that the delete completed.
+	if code, st := h.get("/v1/clusters/" + uuid + "/status"); code != http.StatusOK || st["status"] != "DELETE_COMPLETE" {
+		t.Errorf("status after the delete completed: %d %v, want DELETE_COMPLETE", code, st)
+	}
 	h.git.Fsck(h.repo)
 }
 

@@ -349,7 +349,7 @@ func (s *Service) deletes(ctx context.Context) {
 			}
 		}
 		delete(s.removed, uuid)
-		s.clusters.Forget(uuid)
+		s.clusters.Forget(uuid, time.Now())
 		s.m.deletes.Inc()
 		s.o.Log.Info("delete complete: Secrets removed", "cluster", uuid, "stack_id", rm.rec.StackID, "secrets", len(rm.secrets))
 	}

@@ -54,6 +54,11 @@ func (j *judge) applied() (string, bool) {
 func (j *judge) lookup(uuid string) (status.Report, error) {
 	rec, ok := j.clusters.Get(uuid)
 	if !ok {
+		if gone, ok := j.clusters.Gone(uuid); ok {
+			// The delete completed: the objects and the repository directory are gone.
+			return status.Report{ClusterUUID: uuid, StackID: gone.StackID, Status: v1alpha1.DeleteComplete,
+				HealthStatus: v1alpha1.UnknownHealth, SecretsRemovable: true}, nil
+		}
 		return status.Report{}, report.ErrNotFound
 	}
 	return j.evaluate(context.Background(), rec), nil
