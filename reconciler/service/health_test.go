@@ -1,0 +1,128 @@
+package service_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
+	"github.com/magnum-gitops/magnum-gitops/status/report"
+)
+
+// magnumAPI is a stand-in for the Magnum API's PATCH /v1/clusters/{uuid}, built from the
+// documented shapes (JSON Patch, microversion header, 202): the real API needs RabbitMQ and
+// a conductor. It records every patch.
+type magnumAPI struct {
+	t       *testing.T
+	mu      sync.Mutex
+	patches [][]map[string]any
+}
+
+func (m *magnumAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPatch || !strings.HasPrefix(r.URL.Path, "/v1/clusters/") ||
+		r.Header.Get("OpenStack-API-Version") != "container-infra 1.10" || r.Header.Get("X-Auth-Token") != "magnum-token" {
+		m.t.Errorf("unexpected request %s %s %v", r.Method, r.URL.Path, r.Header)
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	var patch []map[string]any
+	if err := json.Unmarshal(b, &patch); err != nil {
+		m.t.Errorf("not a JSON patch: %s", b)
+	}
+	m.mu.Lock()
+	m.patches = append(m.patches, patch)
+	m.mu.Unlock()
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = w.Write([]byte(`{"uuid":"` + strings.TrimPrefix(r.URL.Path, "/v1/clusters/") + `"}`))
+}
+
+func (m *magnumAPI) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.patches)
+}
+
+func (m *magnumAPI) paths(i int) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, op := range m.patches[i] {
+		out = append(out, op["path"].(string))
+	}
+	return out
+}
+
+// TestHealthReportedToMagnum: the leader PATCHes health when it changes, and only then.
+func TestHealthReportedToMagnum(t *testing.T) {
+	t.Parallel()
+	api := &magnumAPI{t: t}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	client := &gophercloud.ServiceClient{ProviderClient: &gophercloud.ProviderClient{TokenID: "magnum-token", HTTPClient: *srv.Client()},
+		Endpoint: srv.URL + "/", ResourceBase: srv.URL + "/v1/"}
+	h := start(t, func(o *service.Options) {
+		o.Reporter, o.HealthInterval = &report.MagnumReporter{Client: client}, 100*time.Millisecond
+	})
+	// The management cluster of a healthy prod-a (fixtures/status/27).
+	raw, err := os.ReadFile("../../fixtures/status/27-all-ready-v1beta1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sf struct {
+		Objects json.RawMessage `json:"objects"`
+	}
+	if err := yaml.Unmarshal(raw, &sf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.objects, sf.Objects, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, ans := h.post(fixture(t, "01-prod-a-create.yaml")); code != http.StatusOK {
+		t.Fatal(code, ans)
+	}
+	waitFor := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for api.count() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d health reports, want %d", api.count(), n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor(1)
+	if p := strings.Join(api.paths(0), ","); !strings.Contains(p, "/health_status") || !strings.Contains(p, "/health_status_reason") {
+		t.Errorf("first report %s, want the health fields", p)
+	}
+	time.Sleep(2500 * time.Millisecond) // many intervals, one snapshot refresh: nothing changed
+	if n := api.count(); n != 1 {
+		t.Errorf("%d reports while nothing changed, want 1", n)
+	}
+	// The control plane goes away: health changes and is reported once more.
+	var objs []map[string]any
+	_ = json.Unmarshal(sf.Objects, &objs)
+	var kept []map[string]any
+	for _, o := range objs {
+		if o["kind"] != "KubeadmControlPlane" {
+			kept = append(kept, o)
+		}
+	}
+	b, _ := json.Marshal(kept)
+	if err := os.WriteFile(h.objects, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(2)
+	if p := strings.Join(api.paths(1), ","); !strings.Contains(p, "/health_status") {
+		t.Errorf("second report %s", p)
+	}
+}
