@@ -19,7 +19,7 @@ help: ## Show this help
 build: ## Build bin/magnum-gitops
 	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/magnum-gitops
 
-test: testbin vet test-driver ## Run every test (builds the test binaries on first use)
+test: testbin lint test-driver ## Run every test (builds the test binaries on first use)
 	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" $(GO) test $(GOFLAGS) -count=1 $(PKGS)
 
 test-driver: build ## The Magnum driver shim's tests (Python, Magnum's own fixtures) against bin/magnum-gitops
@@ -55,10 +55,12 @@ vet: ## go vet and a gofmt check
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-lint: vet ## Alias of vet
+lint: vet ## go vet, gofmt and golangci-lint (linters and package boundaries: .golangci.yml)
+	@bin=$$(hack/golangci-lint.sh) && "$$bin" run --allow-serial-runners ./...
 
-fmt: ## Format the code
+fmt: ## Format the code (gofmt, and goimports grouping through golangci-lint)
 	gofmt -w $$(git ls-files '*.go')
+	@bin=$$(hack/golangci-lint.sh) && "$$bin" fmt ./...
 
 clean: ## Remove build output
 	rm -rf bin

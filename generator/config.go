@@ -2,7 +2,7 @@ package generator
 
 import (
 	"fmt"
-	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -240,12 +240,12 @@ func (c *Config) Validate() error {
 	choice("etcd_blockdevice_type", lc.EtcdBlockdeviceType, "volume", "local")
 	choice("csi_cinder_reclaim_policy", lc.CSICinderReclaimPolicy, "Retain", "Delete")
 	choice("csi_cinder_volume_binding_mode", lc.CSICinderVolumeBindingMode, "WaitForFirstConsumer", "Immediate")
-	if _, _, err := net.ParseCIDR(lc.FixedSubnetCIDR); err != nil {
+	if _, err := netip.ParsePrefix(lc.FixedSubnetCIDR); err != nil {
 		p.add("magnum.capi_helm_cluster_labels.fixed_subnet_cidr", "invalid CIDR %q", lc.FixedSubnetCIDR)
 	}
 	for _, c := range strings.Split(lc.APIMasterLBAllowedCIDRs, ",") {
 		if c = strings.TrimSpace(c); c != "" {
-			if _, _, err := net.ParseCIDR(c); err != nil {
+			if _, err := netip.ParsePrefix(c); err != nil {
 				p.add("magnum.capi_helm_cluster_labels.api_master_lb_allowed_cidrs", "invalid CIDR %q", c)
 			}
 		}

@@ -141,19 +141,19 @@ func (r *render) nodeGroups(groups []group) []any {
 			"machineCount":  g.NodeCount,
 		}
 		if autoscaling {
-			min, max := r.nodeCounts(g)
+			lo, hi := r.nodeCounts(g)
 			switch {
-			case min < 1:
-				r.p.add(g.field+".min_node_count", "Min node count must be greater than or equal to 1 for all node groups. (got %d)", min)
-			case min > g.NodeCount:
-				r.p.add(g.field+".min_node_count", "Min node count must be less than or equal to current node count (%d > %d)", min, g.NodeCount)
-			case max < min:
-				r.p.add(g.field+".max_node_count", "Max node count must be greater than or equal to min node count (%d < %d)", max, min)
+			case lo < 1:
+				r.p.add(g.field+".min_node_count", "Min node count must be greater than or equal to 1 for all node groups. (got %d)", lo)
+			case lo > g.NodeCount:
+				r.p.add(g.field+".min_node_count", "Min node count must be less than or equal to current node count (%d > %d)", lo, g.NodeCount)
+			case hi < lo:
+				r.p.add(g.field+".max_node_count", "Max node count must be greater than or equal to min node count (%d < %d)", hi, lo)
 			}
-			if min != max {
+			if lo != hi {
 				entry["autoscale"] = true
-				entry["machineCountMin"] = min
-				entry["machineCountMax"] = max
+				entry["machineCountMin"] = lo
+				entry["machineCountMax"] = hi
 				autoscaled = true
 			}
 		}
@@ -169,30 +169,30 @@ func (r *render) nodeGroups(groups []group) []any {
 
 // nodeCounts is the driver's _get_node_counts.
 func (r *render) nodeCounts(g group) (int, int) {
-	min, max := g.NodeCount, g.NodeCount
+	lo, hi := g.NodeCount, g.NodeCount
 	if g.MinNodeCount != nil {
-		min = *g.MinNodeCount
+		lo = *g.MinNodeCount
 	}
 	if g.MaxNodeCount != nil {
-		max = *g.MaxNodeCount
+		hi = *g.MaxNodeCount
 	}
 	if g.defaultWorker {
 		// Magnum gives the default worker min_node_count 1 when the user set none.
 		if g.MinNodeCount != nil && *g.MinNodeCount == 1 {
-			min = g.NodeCount
+			lo = g.NodeCount
 		}
 		minDef, maxDef := r.lc.MinNodeCount, r.lc.MaxNodeCount
 		if minDef == nil {
-			minDef = &min
+			minDef = &lo
 		}
 		if maxDef == nil {
-			maxDef = &max
+			maxDef = &hi
 		}
 		m, _ := r.labels.integer("min_node_count", minDef)
 		x, _ := r.labels.integer("max_node_count", maxDef)
-		min, max = *m, *x
+		lo, hi = *m, *x
 	}
-	return min, max
+	return lo, hi
 }
 
 // checkFlavors is the driver's _validate_allowed_flavor, run only when the event resolved

@@ -3,7 +3,7 @@ package generator
 import (
 	"cmp"
 	"fmt"
-	"net"
+	"net/netip"
 	"regexp"
 	"strings"
 
@@ -186,7 +186,7 @@ func (r *render) dnsNameservers() any {
 		if s == "" {
 			continue
 		}
-		if net.ParseIP(s) == nil {
+		if a, err := netip.ParseAddr(s); err != nil || a.Zone() != "" {
 			r.p.add("cluster_template.dns_nameserver", "%q is not an IP address", s)
 			continue
 		}
@@ -240,7 +240,7 @@ func (r *render) nodeCIDR() string {
 	if cmp.Or(r.ev.Cluster.FixedNetwork, r.ev.ClusterTemplate.FixedNetwork, r.ev.Cluster.FixedSubnet, r.ev.ClusterTemplate.FixedSubnet) != "" {
 		return v
 	}
-	if _, _, err := net.ParseCIDR(strings.TrimSpace(v)); err != nil {
+	if _, err := netip.ParsePrefix(strings.TrimSpace(v)); err != nil {
 		r.p.add(r.labelField("fixed_subnet_cidr"), "invalid CIDR %q (the chart creates the cluster network from it)", v)
 	}
 	return v
@@ -377,7 +377,7 @@ func (r *render) allowedCIDRs(v map[string]any) {
 	}
 	list := make([]any, 0, len(cidrs))
 	for _, c := range cidrs {
-		if _, _, err := net.ParseCIDR(c); err != nil {
+		if _, err := netip.ParsePrefix(c); err != nil {
 			r.p.add(r.labelField("api_master_lb_allowed_cidrs"), "invalid CIDR %q", c)
 		}
 		list = append(list, c)
@@ -421,7 +421,7 @@ func (r *render) checkOverlayCIDRs(v map[string]any) {
 		blocks, _ := sec["cidrBlocks"].([]any)
 		for i, b := range blocks {
 			s, _ := b.(string)
-			if _, _, err := net.ParseCIDR(s); err != nil {
+			if _, err := netip.ParsePrefix(s); err != nil {
 				r.p.add(fmt.Sprintf("values_overlay.kubeNetwork.%s.cidrBlocks[%d]", k, i), "invalid CIDR %v", b)
 			}
 		}

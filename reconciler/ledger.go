@@ -11,8 +11,9 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 )
 
-// ErrIdempotencyConflict: an event id arrived again with a different body. The id is the
-// client's promise that a retry is the same request; breaking it is a conflict.
+// ErrIdempotencyConflict is returned when an event id arrives again with a different body.
+// The id is the client's promise that a retry is the same request; breaking it is a
+// conflict.
 var ErrIdempotencyConflict = errors.New("event id already used for a different event")
 
 // Digest identifies an event's content, Secret material included, so that a retry can be

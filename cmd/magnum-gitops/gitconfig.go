@@ -132,5 +132,7 @@ func (g *gitConfig) options() (gitrepo.Options, error) {
 		}
 		o.PullRequests = &gitrepo.Gitea{BaseURL: gt.URL, Owner: gt.Owner, Repo: gt.Repo, Token: tok}
 	}
-	return o, o.Validate()
+	// Validate fills in defaults: it must run before o is copied into the return values.
+	err = o.Validate()
+	return o, err
 }

@@ -20,7 +20,10 @@ func (f *fileConfig) pipeline(insecurePlaintext bool) (*reconciler.Pipeline, err
 		Resolvers: []reconciler.Resolver{reconciler.CABundle{File: f.Magnum.Drivers.OpenstackCAFile}},
 		Secrets:   reconciler.SecretPolicy{Encrypter: enc, Plaintext: insecurePlaintext},
 	}
-	return p, p.Validate()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // gitSink opens the configured repository.

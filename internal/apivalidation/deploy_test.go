@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestDeployManifestsAccepted keeps the copy-paste manifests of the README valid.

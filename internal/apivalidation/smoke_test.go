@@ -4,8 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
 func TestCRDsInstalled(t *testing.T) {

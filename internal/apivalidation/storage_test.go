@@ -4,10 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
-	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
 // TestV1beta1ObjectsKeepTheirFields stores the chart's v1beta1 Cluster API objects for real

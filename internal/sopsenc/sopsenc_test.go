@@ -10,10 +10,11 @@ import (
 
 	"filippo.io/age"
 	"github.com/getsops/sops/v3/decrypt"
-	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 )
 
 var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")

@@ -130,7 +130,11 @@ func Main(m *testing.M, env **Env) int {
 		return 1
 	default:
 		*env = e
-		defer e.Stop()
+		defer func() {
+			if err := e.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "testenv: stopping the API server:", err)
+			}
+		}()
 	}
 	return m.Run()
 }

@@ -61,7 +61,7 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go c.Start(ctx) //nolint:errcheck // stopped with ctx
+	go c.Start(ctx)
 	if !c.WaitForCacheSync(ctx) {
 		t.Fatal("cache did not sync")
 	}

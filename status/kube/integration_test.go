@@ -113,8 +113,8 @@ func TestReaderAgainstAPIServer(t *testing.T) {
 	}
 	// Real objects: what the chart renders for the same cluster, and the Flux HelmRelease
 	// the generator writes, with the fixture's statuses.
-	real := realObjects(t, v.Namespace)
-	for _, o := range real {
+	chartObjects := realObjects(t, v.Namespace)
+	for _, o := range chartObjects {
 		if strings.HasPrefix(o.GetAPIVersion(), "addons.stackhpc.com/") {
 			// The addon provider marks every addon Deployed once installed.
 			o.Object["status"] = map[string]any{"phase": "Deployed"}
@@ -140,7 +140,7 @@ func TestReaderAgainstAPIServer(t *testing.T) {
 		}
 		createWithStatus(t, ctx, o)
 	}
-	objs = real
+	objs = chartObjects
 
 	cfg := rest.CopyConfig(env.Config)
 	counter := &countingTransport{}
