@@ -73,6 +73,15 @@ func (q *Queue) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summary {
 	select {
 	case sum := <-s.answer:
 		return sum
+	case <-q.done:
+		// Run stopped: it answered everything it took (and drained the rest), so an answer
+		// is either here already or will never come.
+		select {
+		case sum := <-s.answer:
+			return sum
+		default:
+			return Summarize(ev, nil, ErrShuttingDown)
+		}
 	case <-ctx.Done():
 		return Summarize(ev, nil, stepError("accept", ctx.Err()))
 	}

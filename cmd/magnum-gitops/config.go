@@ -19,6 +19,9 @@ type fileConfig struct {
 	Git              gitConfig   `json:"git,omitempty"`
 	Sops             sopsConfig  `json:"sops,omitempty"`
 	Serve            serveConfig `json:"serve,omitempty"`
+	// Openstack says how to reach OpenStack: the resolver, health reporting to Magnum, and
+	// serve --source magnum's poller.
+	Openstack openstackConfig `json:"openstack,omitempty"`
 	// MagnumConf is an existing magnum.conf whose driver options are read first; the
 	// magnum section of this file then overrides them.
 	MagnumConf string `json:"magnum_conf,omitempty"`
@@ -53,6 +56,9 @@ func loadConfig(path string) (*fileConfig, error) {
 	}
 	if err := cfg.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s:\n%w", path, err)
+	}
+	if err := cfg.Openstack.validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return &cfg, nil
 }

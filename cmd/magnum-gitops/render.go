@@ -112,14 +112,14 @@ func (o *renderOptions) run(ctx context.Context, stdin io.Reader, stdout, stderr
 		return err
 	}
 	if o.output == "json" {
-		return writeJSON(stdout, report{Result: res, Files: plan.Files.Paths()})
+		return writeJSON(stdout, renderReport{Result: res, Files: plan.Files.Paths()})
 	}
 	_, err = stdout.Write(plan.Files.Stream())
 	return err
 }
 
-// report is the -o json document.
-type report struct {
+// renderReport is the -o json document.
+type renderReport struct {
 	*generator.Result
 	Files []string `json:"files"`
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,16 +17,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
 	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/magnum-gitops/magnum-gitops/status/kube"
+	"github.com/magnum-gitops/magnum-gitops/status/report"
 )
 
 type serveOptions struct {
-	configFile, listen, kubeconfig, objectsFile, logFormat string
-	healthInterval, resyncInterval                         time.Duration
-	insecurePlaintext, leaderElect                         bool
+	configFile, listen, kubeconfig, objectsFile, logFormat, source string
+	healthInterval, resyncInterval                                 time.Duration
+	insecurePlaintext, leaderElect                                 bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -58,7 +61,8 @@ reporting to Magnum and resync. SIGTERM drains: new events get 503, those in fli
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "management cluster kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	f.StringVar(&o.objectsFile, "objects", "", "judge status from the objects in this YAML file (read again on change) instead of a management cluster")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	f.DurationVar(&o.healthInterval, "health-interval", time.Minute, "how often health is reported to Magnum (needs serve.magnum_cloud)")
+	f.StringVar(&o.source, "source", "api", "where events come from: api (POST /v1/events), or magnum (also poll Magnum's API; needs the openstack section)")
+	f.DurationVar(&o.healthInterval, "health-interval", time.Minute, "how often health is reported to Magnum (needs the openstack section)")
 	f.DurationVar(&o.resyncInterval, "resync-interval", time.Hour, "how often every cluster is rendered again from Git (0: at start only)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect one replica (Kubernetes Lease) to run the background loops")
 	f.BoolVar(&o.insecurePlaintext, "insecure-plaintext-secrets", false, "commit Secrets unencrypted; never on a shared repository")
@@ -118,10 +122,42 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 			so.Elect = kube.LeaderElector(cfg, cmp.Or(le.Namespace, "magnum-gitops"), cmp.Or(le.Name, "magnum-gitops"))
 		}
 	}
-	if file.Serve.MagnumCloud != "" {
-		log.Warn("serve.magnum_cloud: health reporting to Magnum needs the OpenStack client configuration; not reporting")
+	if err := o.openstack(ctx, file, p, &so); err != nil {
+		return err
 	}
 	return service.Run(ctx, so)
+}
+
+// openstack wires what the openstack section enables: health reporting to Magnum, the
+// resolver for events that leave "resolved" out, and (--source magnum) the poller.
+func (o *serveOptions) openstack(ctx context.Context, file *fileConfig, p *reconciler.Pipeline, so *service.Options) error {
+	if o.source != "api" && o.source != "magnum" {
+		return configError(fmt.Errorf("--source: unknown source %q (api, magnum)", o.source))
+	}
+	if file.Openstack.Cloud == "" && file.Openstack.CloudsFile == "" && os.Getenv("OS_AUTH_URL") == "" {
+		if o.source == "magnum" {
+			return configError(errors.New("--source magnum: needs the openstack section (or OS_* variables)"))
+		}
+		so.Log.Info("no OpenStack configured: events must carry resolved, and health is not reported to Magnum")
+		return nil
+	}
+	cloud, err := file.Openstack.connect(ctx)
+	if err != nil {
+		return err
+	}
+	// Events that leave "resolved" out are resolved with the service's credentials.
+	p.Resolvers = append([]reconciler.Resolver{file.Openstack.resolver(cloud)}, p.Resolvers...)
+	if c, err := cloud.ContainerInfra(); err == nil {
+		so.Reporter = &report.MagnumReporter{Client: c}
+	} else {
+		so.Log.Warn("no Magnum endpoint in the catalog: health is not reported", "error", err)
+	}
+	if o.source == "magnum" {
+		if so.Poller, err = file.Openstack.poller(cloud, so.Log); err != nil {
+			return configError(err)
+		}
+	}
+	return nil
 }
 
 // fileSource reads status objects from a file each time it is asked, so that a test or a

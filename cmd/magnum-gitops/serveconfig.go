@@ -38,8 +38,6 @@ type serveConfig struct {
 		Namespace string `json:"namespace,omitempty"`
 		Name      string `json:"name,omitempty"`
 	} `json:"leader_election,omitempty"`
-	// Magnum health reporting: the clouds.yaml cloud whose credentials PATCH Magnum.
-	MagnumCloud string `json:"magnum_cloud,omitempty"`
 }
 
 // tlsConfig builds the API's TLS configuration; nil serves plain HTTP.

@@ -83,8 +83,19 @@ func (m *Magnum) ListClusterTemplates(ctx context.Context, pageSize int) ([]Clus
 			if err != nil {
 				return false, err
 			}
+			// gophercloud does not read the template's driver (Magnum 2024.1 and newer).
+			var drivers struct {
+				Templates []templateDriver `json:"clustertemplates"`
+			}
+			if err := p.(clustertemplates.ClusterTemplatePage).ExtractInto(&drivers); err != nil {
+				return false, err
+			}
 			for i := range ts {
-				out = append(out, templateFrom(&ts[i]))
+				t := templateFrom(&ts[i])
+				if i < len(drivers.Templates) && drivers.Templates[i].UUID == t.UUID {
+					t.Driver = drivers.Templates[i].Driver
+				}
+				out = append(out, t)
 			}
 			return true, nil
 		})
@@ -96,12 +107,24 @@ func (m *Magnum) ListClusterTemplates(ctx context.Context, pageSize int) ([]Clus
 
 // GetClusterTemplate returns one cluster template by uuid or name.
 func (m *Magnum) GetClusterTemplate(ctx context.Context, id string) (*ClusterTemplate, error) {
-	t, err := clustertemplates.Get(ctx, m.client, id).Extract()
+	res := clustertemplates.Get(ctx, m.client, id)
+	t, err := res.Extract()
 	if err != nil {
 		return nil, fmt.Errorf("magnum: getting cluster template %s: %w", id, err)
 	}
 	out := templateFrom(t)
+	var d templateDriver
+	if err := res.ExtractInto(&d); err != nil {
+		return nil, fmt.Errorf("magnum: getting cluster template %s: %w", id, err)
+	}
+	out.Driver = d.Driver
 	return &out, nil
+}
+
+// templateDriver is the part of a template document gophercloud does not read.
+type templateDriver struct {
+	UUID   string `json:"uuid"`
+	Driver string `json:"driver"`
 }
 
 // ListNodeGroups returns a cluster's node groups in Magnum's order (creation), which

@@ -8,6 +8,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv/keystone"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv/magnumstandin"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 )
 
@@ -41,6 +42,7 @@ func templateDoc(i int) map[string]any {
 		"keypair_id": "ops-key", "external_network_id": "public", "fixed_network": nil, "fixed_subnet": nil,
 		"dns_nameserver": "8.8.8.8", "network_driver": "calico", "flavor_id": "m1.medium", "master_flavor_id": "m1.large",
 		"floating_ip_enabled": true, "master_lb_enabled": true, "coe": "kubernetes", "cluster_distro": "ubuntu",
+		"driver": "k8s_capi_helm_v1",
 		"public": true, "hidden": false, "labels": map[string]string{"capi_helm_chart_version": "0.27.0"},
 		"server_type": "vm", "apiserver_port": nil, "docker_volume_size": nil, "volume_driver": "cinder",
 		"registry_enabled": false, "tls_disabled": false, "insecure_registry": nil, "project_id": "p",
@@ -61,7 +63,7 @@ func nodeGroupDoc(cluster, name, role string, i int, maxCount any) map[string]an
 }
 
 type magnumFixture struct {
-	magnum *standIn
+	magnum *magnumstandin.Magnum
 	client *openstack.Magnum
 	cloud  *openstack.Cloud
 	c1     string // uuid of the cluster with node groups
@@ -73,20 +75,20 @@ func newMagnumFixture(t *testing.T) magnumFixture {
 	projectID, projectName := ks.CreateProject(t)
 	user := ks.CreateUser(t, projectID, "member")
 	region := ks.NewRegion(t)
-	data := magnumData{nodegroups: map[string][]map[string]any{}}
+	data := magnumstandin.Data{NodeGroups: map[string][]map[string]any{}}
 	for i := 1; i <= 5; i++ {
-		data.clusters = append(data.clusters, clusterDoc(i, projectID))
+		data.Clusters = append(data.Clusters, clusterDoc(i, projectID))
 	}
 	for i := range 3 {
-		data.templates = append(data.templates, templateDoc(i))
+		data.Templates = append(data.Templates, templateDoc(i))
 	}
-	c1 := data.clusters[0]["uuid"].(string)
-	data.nodegroups[c1] = []map[string]any{
+	c1 := data.Clusters[0]["uuid"].(string)
+	data.NodeGroups[c1] = []map[string]any{
 		nodeGroupDoc(c1, "default-master", "master", 1, nil),
 		nodeGroupDoc(c1, "default-worker", "worker", 2, 8),
 		nodeGroupDoc(c1, "gpu-a100", "worker", 3, 2),
 	}
-	m := newMagnum(t, ks, data)
+	m := magnumstandin.StartMagnum(t, ks, data)
 	ks.RegisterService(t, region, "container-infra", "magnum", m.URL+"/v1")
 	cloud := connect(t, passwordCloud(ks, user, projectName, region), openstack.Config{})
 	client, err := openstack.NewMagnum(cloud)
@@ -110,7 +112,7 @@ func TestMagnumListClustersPaginates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("page size %d", tc.pageSize), func(t *testing.T) {
-			before := len(f.magnum.log())
+			before := len(f.magnum.Log())
 			cs, err := f.client.ListClusters(t.Context(), tc.pageSize)
 			if err != nil {
 				t.Fatal(err)
@@ -122,7 +124,7 @@ func TestMagnumListClustersPaginates(t *testing.T) {
 			if strings.Join(names, ",") != "c1,c2,c3,c4,c5" {
 				t.Fatalf("clusters %v, want c1…c5 in Magnum's order", names)
 			}
-			reqs := f.magnum.log()[before:]
+			reqs := f.magnum.Log()[before:]
 			if len(reqs) != tc.wantRequests {
 				t.Fatalf("requests %v, want %d", reqs, tc.wantRequests)
 			}
@@ -175,18 +177,21 @@ func TestMagnumTemplatesAndNodeGroups(t *testing.T) {
 		got.DNSNameserver != "8.8.8.8" || got.Labels["capi_helm_chart_version"] != "0.27.0" {
 		t.Errorf("template as event %+v", got)
 	}
-	if one, err := f.client.GetClusterTemplate(t.Context(), templateUUID); err != nil || one.Name != "k8s-0" {
-		t.Errorf("template by id: %v %v", one, err)
+	if ts[0].Driver != "k8s_capi_helm_v1" {
+		t.Errorf("template driver %q, want k8s_capi_helm_v1 (Magnum 2024.1's field, which gophercloud does not read)", ts[0].Driver)
+	}
+	if one, err := f.client.GetClusterTemplate(t.Context(), templateUUID); err != nil || one.Name != "k8s-0" || one.Driver != "k8s_capi_helm_v1" {
+		t.Errorf("template by id: %+v %v", one, err)
 	}
 
-	before := len(f.magnum.log())
+	before := len(f.magnum.Log())
 	ngs, err := f.client.ListNodeGroups(t.Context(), f.c1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The list is a summary; every group is then read in full.
-	if n := len(f.magnum.log()) - before; n != 1+3 {
-		t.Errorf("%d requests, want 1 list + 3 gets: %v", n, f.magnum.log()[before:])
+	if n := len(f.magnum.Log()) - before; n != 1+3 {
+		t.Errorf("%d requests, want 1 list + 3 gets: %v", n, f.magnum.Log()[before:])
 	}
 	tests := []struct {
 		name      string

@@ -96,9 +96,13 @@ type ClusterTemplate struct {
 	MasterLBEnabled   bool
 	COE               string
 	ClusterDistro     string
-	Public            bool
-	Hidden            bool
-	Labels            map[string]string
+	// Driver is the Magnum driver the template names (e.g. k8s_capi_helm_v1): a field
+	// Magnum 2024.1 added; empty from older Magnum, which picks the driver from
+	// (server_type, os_distro, coe).
+	Driver string
+	Public bool
+	Hidden bool
+	Labels map[string]string
 }
 
 // Event returns the template as a ClusterEvent carries it.

@@ -73,7 +73,7 @@ func newResolverFixture(t *testing.T) *resolverFixture {
 		{ID: "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e", Name: "twice", ProjectID: otherProject},
 	}, []subnet{{ID: subnetID, Name: "private-subnet", NetworkID: privateNetID, ProjectID: f.projectID, CIDR: "10.0.0.0/24"}})
 	f.cinder = newCinder(t, ks, []string{"__DEFAULT__", "ssd.fast", "HDD_Slow"})
-	f.nova = newNova(t, ks, []flavor{{"1", "m1.tiny", 1, 512}, {"2", "m1.medium", 2, 4096}, {"3", "m1.large", 4, 8192}})
+	f.nova = newNova(t, ks, []flavor{{ID: "1", Name: "m1.tiny", VCPUs: 1, RAM: 512}, {ID: "2", Name: "m1.medium", VCPUs: 2, RAM: 4096}, {ID: "3", Name: "m1.large", VCPUs: 4, RAM: 8192}})
 	ks.RegisterService(t, f.region, "network", "neutron", f.neutron.URL)
 	// As devstack registers Cinder: the old type name and the project in the URL.
 	ks.RegisterService(t, f.region, "volumev3", "cinderv3", f.cinder.URL+"/v3/$(project_id)s")
@@ -177,7 +177,7 @@ func TestResolveFillsWhatTheEventLeavesOut(t *testing.T) {
 			for s, paths := range tc.calls {
 				before[s] = map[string]int{}
 				for p := range paths {
-					before[s][p] = s.count(p)
+					before[s][p] = s.Count(p)
 				}
 			}
 			glanceBefore := f.glanceRequests()
@@ -191,8 +191,8 @@ func TestResolveFillsWhatTheEventLeavesOut(t *testing.T) {
 			}
 			for s, paths := range tc.calls {
 				for p, n := range paths {
-					if got := s.count(p) - before[s][p]; got != n {
-						t.Errorf("%d requests to %s%s, want %d: %v", got, s.URL, p, n, s.log())
+					if got := s.Count(p) - before[s][p]; got != n {
+						t.Errorf("%d requests to %s%s, want %d: %v", got, s.URL, p, n, s.Log())
 					}
 				}
 			}
@@ -271,7 +271,7 @@ func TestResolveServiceFailureIsRetryable(t *testing.T) {
 	f := newResolverFixture(t)
 	r := openstack.NewResolver(f.cloud, openstack.ResolverOptions{})
 	ev := f.event()
-	f.neutron.fail.Store(true)
+	f.neutron.Fail.Store(true)
 	err := r.Resolve(t.Context(), ev)
 	if err == nil || errors.Is(err, v1alpha1.ErrInvalidInput) || !strings.Contains(err.Error(), "500") {
 		t.Fatalf("error %v, want a retryable 500", err)
@@ -280,7 +280,7 @@ func TestResolveServiceFailureIsRetryable(t *testing.T) {
 		t.Fatalf("a failed Resolve changed the event: %s", dump(ev.Resolved))
 	}
 	// The failure is not cached: once Neutron recovers, the same resolver succeeds.
-	f.neutron.fail.Store(false)
+	f.neutron.Fail.Store(false)
 	if err := r.Resolve(t.Context(), ev); err != nil {
 		t.Fatal(err)
 	}
@@ -386,11 +386,11 @@ func TestResolveCacheExpires(t *testing.T) {
 	}
 	for _, s := range steps {
 		advance(s.advance)
-		before := f.cinder.count("/v3/")
+		before := f.cinder.Count("/v3/")
 		if err := r.Resolve(t.Context(), f.event()); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.cinder.count("/v3/") - before; got != s.wantCinder {
+		if got := f.cinder.Count("/v3/") - before; got != s.wantCinder {
 			t.Errorf("%s: %d Cinder calls, want %d", s.name, got, s.wantCinder)
 		}
 	}

@@ -80,6 +80,23 @@ func (c *Cloud) UserID() (string, error) {
 	return u.ID, nil
 }
 
+// Roles are the names of the roles the session's token carries on its scope.
+func (c *Cloud) Roles() ([]string, error) {
+	res, err := c.authResult()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := res.ExtractRoles()
+	if err != nil {
+		return nil, fmt.Errorf("openstack: reading the token's roles: %w", err)
+	}
+	names := make([]string, 0, len(rs))
+	for _, r := range rs {
+		names = append(names, r.Name)
+	}
+	return names, nil
+}
+
 // ProjectID is the id of the project the session's token is scoped to ("" if unscoped).
 func (c *Cloud) ProjectID() (string, error) {
 	res, err := c.authResult()

@@ -60,6 +60,9 @@ type Options struct {
 	// Elect, when set, blocks until this replica leads and returns a context that ends
 	// when it stops leading; nil means this replica always leads.
 	Elect func(ctx context.Context) (context.Context, error)
+	// Poller, when set, polls Magnum on the leader (serve --source magnum); the service sets
+	// its Clusters and Submit.
+	Poller *reconciler.Poller
 	// OnSecretsRemoved is called after a deleted cluster's Secrets are gone (e.g. to
 	// delete its application credential).
 	OnSecretsRemoved func(ctx context.Context, rec reconciler.ClusterRecord) error
@@ -147,6 +150,9 @@ func (s *Service) run(ctx context.Context) error {
 	s.queue = &reconciler.Queue{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
 		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.m.observe}
 	s.queue.Start()
+	if o.Poller != nil {
+		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.queue.Submit
+	}
 	s.api = &httpapi.Server{Queue: s.queue, Clusters: s.clusters, Tokens: o.Tokens,
 		AcceptClientCerts: o.TLS != nil && o.TLS.ClientAuth >= tls.VerifyClientCertIfGiven,
 		MaxBodyBytes:      o.MaxBodyBytes, Log: o.Log}
@@ -307,6 +313,9 @@ func (s *Service) loops(ctx context.Context) {
 		}
 	}
 	every(s.o.ResyncInterval, true, s.resync)
+	if s.o.Poller != nil {
+		wg.Go(func() { s.o.Poller.Run(ctx) })
+	}
 	wg.Wait()
 }
 

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
+)
+
+// openstackConfig is the --config "openstack:" section: how magnum-gitops reaches
+// OpenStack (a clouds.yaml entry, or the OS_* variables when cloud is empty, as every
+// OpenStack client does) and, for serve --source magnum, how it polls Magnum. It holds no
+// secret: the credentials stay in clouds.yaml or the environment.
+type openstackConfig struct {
+	// Cloud names the clouds.yaml entry (default $OS_CLOUD, else the OS_* variables).
+	Cloud string `json:"cloud,omitempty"`
+	// CloudsFile is the clouds.yaml path (default $OS_CLIENT_CONFIG_FILE, ./clouds.yaml,
+	// ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml).
+	CloudsFile string `json:"clouds_file,omitempty"`
+	// Region selects the catalog's endpoints (clouds.yaml region_name).
+	Region string `json:"region,omitempty"`
+	// CAFile is a PEM bundle trusted for TLS to OpenStack (clouds.yaml cacert).
+	CAFile string `json:"ca_file,omitempty"`
+	// Insecure skips TLS verification (clouds.yaml verify: false); never in production.
+	Insecure *bool `json:"insecure,omitempty"`
+	// Interface is public (default), internal or admin.
+	Interface string `json:"interface,omitempty"`
+	// Timeout bounds each request (default 60s).
+	Timeout generator.Duration `json:"timeout,omitempty"`
+	// CacheTTL is how long the resolver reuses a lookup (default 60s).
+	CacheTTL generator.Duration `json:"cache_ttl,omitempty"`
+	Poller   pollerConfig       `json:"poller,omitempty"`
+}
+
+// pollerConfig is the "openstack.poller:" section.
+type pollerConfig struct {
+	// Interval between passes (default 1m).
+	Interval generator.Duration `json:"interval,omitempty"`
+	// PageSize is how many clusters and templates each Magnum request reads (default 100).
+	PageSize int `json:"page_size,omitempty"`
+	// Select picks the templates whose clusters this service manages: a template label
+	// ("gitops=true", or "gitops" for any value) and/or the template's Magnum driver
+	// (Magnum 2024.1+). At least one is required; with both, both must match.
+	Select struct {
+		Label  string `json:"label,omitempty"`
+		Driver string `json:"driver,omitempty"`
+	} `json:"select,omitempty"`
+	// ApplicationCredentials says where a new cluster's application credential comes
+	// from: "service" (default) creates it with the service's own credentials, so it
+	// belongs to the service's user and project; "none" commits the cluster without a
+	// cloud-credentials Secret (something else must provide it).
+	ApplicationCredentials string `json:"application_credentials,omitempty"`
+}
+
+// validate checks the section without reaching OpenStack; call it when loading the
+// configuration. The poller's template selection is checked by poller, since only
+// serve --source magnum needs one.
+func (c *openstackConfig) validate() error {
+	p := c.Poller
+	switch {
+	case c.Timeout.Duration < 0:
+		return errors.New("openstack.timeout: must not be negative")
+	case c.CacheTTL.Duration < 0:
+		return errors.New("openstack.cache_ttl: must not be negative")
+	case p.Interval.Duration < 0:
+		return errors.New("openstack.poller.interval: must not be negative")
+	case p.PageSize < 0:
+		return errors.New("openstack.poller.page_size: must not be negative")
+	case !slices.Contains([]string{"", "service", "none"}, p.ApplicationCredentials):
+		return fmt.Errorf("openstack.poller.application_credentials: %q: want service or none", p.ApplicationCredentials)
+	}
+	return nil
+}
+
+// connect authenticates to OpenStack as the section says.
+func (c *openstackConfig) connect(ctx context.Context) (*openstack.Cloud, error) {
+	return openstack.Connect(ctx, openstack.Config{Cloud: c.Cloud, CloudsFile: c.CloudsFile, Region: c.Region,
+		CAFile: c.CAFile, Insecure: c.Insecure, Interface: c.Interface, Timeout: c.Timeout.Duration})
+}
+
+// resolver fills the events' "resolved" section from OpenStack (add it to the pipeline's
+// resolvers before the CA bundle).
+func (c *openstackConfig) resolver(cloud *openstack.Cloud) *openstack.Resolver {
+	return openstack.NewResolver(cloud, openstack.ResolverOptions{CacheTTL: c.CacheTTL.Duration})
+}
+
+// poller builds the Magnum poller of serve --source magnum. Its Clusters and Submit are
+// the service's (set them before running it). Clusters that vanish from Magnum's list are
+// deleted from Git only when the session has the admin role: Magnum lists every project's
+// clusters to admins only, and to anyone else a cluster of another project is merely
+// invisible.
+func (c *openstackConfig) poller(cloud *openstack.Cloud, log *slog.Logger) (*reconciler.Poller, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	sel, err := reconciler.SelectTemplates(c.Poller.Select.Label, c.Poller.Select.Driver)
+	if err != nil {
+		return nil, fmt.Errorf("openstack.poller.%w", err)
+	}
+	m, err := openstack.NewMagnum(cloud)
+	if err != nil {
+		return nil, err
+	}
+	authURL, _, err := cloud.IdentityEndpoint()
+	if err != nil {
+		return nil, err
+	}
+	roles, err := cloud.Roles()
+	if err != nil {
+		return nil, err
+	}
+	p := &reconciler.Poller{Magnum: m, Select: sel, AuthURL: authURL, AllProjects: slices.Contains(roles, "admin"),
+		Interval: c.Poller.Interval.Duration, PageSize: c.Poller.PageSize, Log: log}
+	if !p.AllProjects {
+		log.Warn("openstack: the poller's credentials lack the admin role: Magnum shows them only their own project's clusters, and clusters missing from its list are never deleted from git")
+	}
+	if c.Poller.ApplicationCredentials != "none" {
+		identity, err := cloud.Identity()
+		if err != nil {
+			return nil, err
+		}
+		p.Credentials = reconciler.ServiceCredentials(&openstack.AppCredentials{Identity: identity})
+	}
+	return p, nil
+}

@@ -1,0 +1,269 @@
+package reconciler
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
+)
+
+func ptrTo[T any](v T) *T { return &v }
+
+// magnumView is a cluster as Magnum shows it: template t1, 3 masters and 3 workers.
+func magnumView() clusterState {
+	return clusterState{
+		Cluster: v1alpha1.Cluster{UUID: "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03", Name: "prod-a", ProjectID: "p1",
+			ClusterTemplateID: "t1", MasterCount: ptrTo(3), NodeCount: ptrTo(3), Status: v1alpha1.CreateComplete,
+			Labels: v1alpha1.Labels{"a": "1"}},
+		Template: v1alpha1.ClusterTemplate{UUID: "t1", ImageID: "img-1"},
+		NodeGroups: []v1alpha1.NodeGroup{
+			{Name: "default-master", Role: "master", NodeCount: 3, MinNodeCount: ptrTo(1), IsDefault: true},
+			{Name: "default-worker", Role: "worker", NodeCount: 3, MinNodeCount: ptrTo(1), IsDefault: true},
+		},
+	}
+}
+
+// recorded is the event Git holds for a state.
+func recorded(s clusterState, op v1alpha1.Operation) *v1alpha1.ClusterEvent {
+	s = s.clone()
+	return &v1alpha1.ClusterEvent{Operation: op, Cluster: s.Cluster, ClusterTemplate: s.Template, NodeGroups: s.NodeGroups}
+}
+
+func TestDiffCluster(t *testing.T) {
+	tests := []struct {
+		name   string
+		rec    func(s *clusterState) *v1alpha1.ClusterEvent // nil: Git holds nothing
+		magnum func(m *clusterState)
+		want   []string // "operation[:nodegroup]"
+	}{
+		{name: "new cluster: create", magnum: func(*clusterState) {}, want: []string{"create_cluster"}},
+		{name: "new cluster already being deleted: nothing",
+			magnum: func(m *clusterState) { m.Cluster.Status = v1alpha1.DeleteInProgress }},
+		{name: "same state: nothing",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			// Fields no driver call changes never make an event.
+			magnum: func(m *clusterState) {
+				m.Cluster.Status, m.Cluster.UpdatedAt = v1alpha1.UpdateFailed, "2026-03-01T00:00:00Z"
+				m.NodeGroups[1].Status = v1alpha1.UpdateComplete
+			}},
+		{name: "Git holds it deleted: nothing",
+			rec:    func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.DeleteCluster) },
+			magnum: func(m *clusterState) { m.NodeGroups[1].NodeCount = 9 }},
+		{name: "being deleted: only delete_cluster",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *clusterState) {
+				m.Cluster.Status, m.NodeGroups[1].NodeCount, m.Cluster.ClusterTemplateID = v1alpha1.DeleteInProgress, 9, "t2"
+			},
+			want: []string{"delete_cluster"}},
+		{name: "worker count: resize",
+			rec:    func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *clusterState) { m.NodeGroups[1].NodeCount = 5 },
+			want:   []string{"resize_cluster:default-worker"}},
+		{name: "a group's min/max: update_nodegroup",
+			rec:    func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *clusterState) { m.NodeGroups[1].MaxNodeCount = ptrTo(8) },
+			want:   []string{"update_nodegroup:default-worker"}},
+		{name: "nil and zero minimum are the same",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+				s.NodeGroups[0].MinNodeCount = nil
+				return recorded(*s, v1alpha1.CreateCluster)
+			},
+			magnum: func(m *clusterState) { m.NodeGroups[0].MinNodeCount = ptrTo(0) }},
+		{name: "a record without node groups: Magnum's defaults, no spurious update",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+				ev := recorded(*s, v1alpha1.CreateCluster)
+				ev.NodeGroups = nil
+				return ev
+			},
+			magnum: func(m *clusterState) { m.NodeGroups[1].MaxNodeCount = ptrTo(8) }},
+		{name: "a new group: create_nodegroup",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *clusterState) {
+				m.NodeGroups = append(m.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", Role: "worker", NodeCount: 1})
+			},
+			want: []string{"create_nodegroup:gpu"}},
+		{name: "a new group Magnum is already deleting: nothing",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *clusterState) {
+				m.NodeGroups = append(m.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1, Status: v1alpha1.DeleteInProgress})
+			}},
+		{name: "a group being deleted: delete_nodegroup",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+				s.NodeGroups = append(s.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1})
+				return recorded(*s, v1alpha1.CreateNodeGroup)
+			},
+			magnum: func(m *clusterState) {
+				m.NodeGroups = append(m.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1, Status: v1alpha1.DeleteInProgress})
+			},
+			want: []string{"delete_nodegroup:gpu"}},
+		{name: "a group gone from Magnum: delete_nodegroup",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+				s.NodeGroups = append(s.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1})
+				return recorded(*s, v1alpha1.CreateNodeGroup)
+			},
+			magnum: func(*clusterState) {},
+			want:   []string{"delete_nodegroup:gpu"}},
+		{name: "a group Git renders deleted, gone from Magnum: nothing",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+				s.NodeGroups = append(s.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1, Status: v1alpha1.DeleteInProgress})
+				return recorded(*s, v1alpha1.DeleteNodeGroup)
+			},
+			magnum: func(*clusterState) {}},
+		{name: "template change: upgrade",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *clusterState) {
+				m.Cluster.ClusterTemplateID, m.Template = "t2", v1alpha1.ClusterTemplate{UUID: "t2", ImageID: "img-2"}
+			},
+			want: []string{"upgrade_cluster"}},
+		{name: "a record without a template id cannot tell an upgrade",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+				ev := recorded(*s, v1alpha1.CreateCluster)
+				ev.Cluster.ClusterTemplateID, ev.ClusterTemplate.UUID = "", ""
+				return ev
+			},
+			magnum: func(m *clusterState) { m.Cluster.ClusterTemplateID = "t2" }},
+		{name: "labels: update_cluster",
+			rec:    func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *clusterState) { m.Cluster.Labels = v1alpha1.Labels{"a": "2"} },
+			want:   []string{"update_cluster"}},
+		{name: "every difference, in order",
+			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+				s.NodeGroups = append(s.NodeGroups, v1alpha1.NodeGroup{Name: "old", NodeCount: 1})
+				return recorded(*s, v1alpha1.CreateNodeGroup)
+			},
+			magnum: func(m *clusterState) {
+				m.NodeGroups[0].NodeCount, m.NodeGroups[1].NodeCount = 5, 4
+				m.NodeGroups[1].MaxNodeCount = ptrTo(9)
+				m.NodeGroups = append(m.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1})
+				m.Cluster.ClusterTemplateID, m.Template = "t2", v1alpha1.ClusterTemplate{UUID: "t2", ImageID: "img-2"}
+				m.Cluster.Labels = nil
+			},
+			want: []string{"resize_cluster:default-master", "resize_cluster:default-worker", "create_nodegroup:gpu",
+				"update_nodegroup:default-worker", "delete_nodegroup:old", "upgrade_cluster", "update_cluster"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec *v1alpha1.ClusterEvent
+			if tc.rec != nil {
+				s := magnumView()
+				rec = tc.rec(&s)
+			}
+			m := magnumView()
+			tc.magnum(&m)
+			m.syncCounts()
+			steps := diffCluster(rec, m)
+			var got []string
+			for _, st := range steps {
+				s := string(st.Op)
+				if st.NodeGroup != "" {
+					s += ":" + st.NodeGroup
+				}
+				got = append(got, s)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("steps %v, want %v", got, tc.want)
+			}
+			if len(steps) == 0 || steps[len(steps)-1].Op == v1alpha1.DeleteCluster {
+				return
+			}
+			// Applying every step arrives at Magnum's state, which then differs from nothing.
+			last := steps[len(steps)-1].State
+			if !reflect.DeepEqual(last, m.clone()) {
+				t.Errorf("last state\n%+v\nwant Magnum's\n%+v", last, m.clone())
+			}
+			final := recorded(last, steps[len(steps)-1].Op)
+			if again := diffCluster(final, m); len(again) != 0 {
+				t.Errorf("after the steps, the difference is still %+v", again)
+			}
+			// A process that died after any step derives exactly the remaining ones.
+			for i := range steps[:len(steps)-1] {
+				rest := diffCluster(recorded(steps[i].State, steps[i].Op), m)
+				if !reflect.DeepEqual(rest, steps[i+1:]) {
+					t.Errorf("after step %d, the rest is %v, want %v", i, opsOf(rest), opsOf(steps[i+1:]))
+				}
+			}
+		})
+	}
+}
+
+func opsOf(steps []step) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, fmt.Sprintf("%s:%s", s.Op, s.NodeGroup))
+	}
+	return out
+}
+
+func TestDiffStepsShowOneChangeEach(t *testing.T) {
+	rec := recorded(magnumView(), v1alpha1.CreateCluster)
+	m := magnumView()
+	m.NodeGroups[1].NodeCount = 5
+	m.Cluster.ClusterTemplateID, m.Template = "t2", v1alpha1.ClusterTemplate{UUID: "t2", ImageID: "img-2"}
+	m.syncCounts()
+	steps := diffCluster(rec, m)
+	if len(steps) != 2 {
+		t.Fatalf("steps %v", opsOf(steps))
+	}
+	resize, upgrade := steps[0].State, steps[1].State
+	if resize.NodeGroups[1].NodeCount != 5 || *resize.Cluster.NodeCount != 5 || resize.Template.UUID != "t1" || resize.Cluster.ClusterTemplateID != "t1" {
+		t.Errorf("the resize carries more than the resize: %+v", resize)
+	}
+	if upgrade.Template.ImageID != "img-2" || steps[1].Params == nil || steps[1].Params.FromTemplateID != "t1" {
+		t.Errorf("upgrade %+v params %+v", upgrade.Template, steps[1].Params)
+	}
+	if steps[0].Params == nil || *steps[0].Params.NodeCount != 5 {
+		t.Errorf("resize params %+v", steps[0].Params)
+	}
+}
+
+func TestSelectTemplates(t *testing.T) {
+	tmpl := openstack.ClusterTemplate{Driver: "k8s_capi_helm_v1", Labels: map[string]string{"gitops": "true"}}
+	tests := []struct {
+		label, driver string
+		t             openstack.ClusterTemplate
+		want          bool
+		wantErr       bool
+	}{
+		{label: "gitops=true", t: tmpl, want: true},
+		{label: "gitops=false", t: tmpl, want: false},
+		{label: "gitops", t: tmpl, want: true},
+		{label: "other", t: tmpl, want: false},
+		{driver: "k8s_capi_helm_v1", t: tmpl, want: true},
+		{driver: "k8s_capi_helm_v1", t: openstack.ClusterTemplate{}, want: false},
+		{label: "gitops=true", driver: "heat", t: tmpl, want: false},
+		{label: "gitops=true", driver: "k8s_capi_helm_v1", t: tmpl, want: true},
+		{wantErr: true},
+		{label: "=true", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.label+"/"+tc.driver, func(t *testing.T) {
+			sel, err := SelectTemplates(tc.label, tc.driver)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			if err == nil && sel(tc.t) != tc.want {
+				t.Errorf("selected %v, want %v", !tc.want, tc.want)
+			}
+		})
+	}
+}
+
+func TestPollEventIDIsDerivedFromTheState(t *testing.T) {
+	ev := &v1alpha1.ClusterEvent{Operation: v1alpha1.ResizeCluster, Cluster: magnumView().Cluster}
+	id := PollEventID(ev)
+	withSecrets := *ev
+	withSecrets.Secrets = &v1alpha1.SecretMaterial{ApplicationCredential: &v1alpha1.ApplicationCredential{ID: "x", Secret: "s"}}
+	changed := *ev
+	changed.Cluster.NodeCount = ptrTo(7)
+	switch {
+	case len(id) != len("poll-")+36+len("-resize_cluster-")+12:
+		t.Errorf("id %q", id)
+	case PollEventID(&withSecrets) != id:
+		t.Error("Secret material changed the id")
+	case PollEventID(&changed) == id:
+		t.Error("a different state got the same id")
+	}
+}

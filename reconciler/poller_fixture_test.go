@@ -1,0 +1,275 @@
+package reconciler_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv/keystone"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv/magnumstandin"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
+)
+
+func TestMain(m *testing.M) { keystone.Main(m) }
+
+// The Magnum objects of the scripted sequence.
+const (
+	tmplV1    = "6c4f1e0a-8b7d-4c2e-9f3a-1b2c3d4e5f60" // selected (gitops=true), Kubernetes v1.33.7
+	tmplV2    = "6c4f1e0a-8b7d-4c2e-9f3a-1b2c3d4e5f61" // selected, v1.33.8
+	tmplOther = "6c4f1e0a-8b7d-4c2e-9f3a-1b2c3d4e5f62" // not selected
+	prodA     = "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03"
+	prodB     = "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c04"
+	otherC    = "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c05" // its template is not selected
+	ownerID   = "0c7a4e2b9d8f4a1c8e6b5d4c3b2a1f0e"
+)
+
+// pollFixture is a real Keystone and Glance, stand-ins for Neutron, Cinder, Nova and Magnum
+// in the Keystone catalog, and a real Git smart-HTTP remote: everything a polling service
+// talks to.
+type pollFixture struct {
+	root      *testing.T // owns the services: they outlive the subtest that starts them
+	ks        *keystone.Keystone
+	magnum    *magnumstandin.Magnum
+	cloud     *openstack.Cloud
+	project   string
+	git       *gitserver.Server
+	repoURL   string
+	caFile    string
+	logs      *syncBuffer
+	secrets   []string // the secrets of every application credential made
+	secretsMu sync.Mutex
+	clock     int // seconds added to Magnum's updated_at on every change
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newPollFixture(t *testing.T) *pollFixture {
+	for _, v := range []string{"OS_CLOUD", "OS_CLIENT_CONFIG_FILE", "OS_AUTH_URL", "OS_REGION_NAME",
+		"OS_INTERFACE", "OS_CACERT", "OS_CERT", "OS_KEY", "OS_INSECURE"} {
+		t.Setenv(v, "")
+	}
+	ks := keystone.Start(t)
+	glance := ks.StartGlance(t)
+	region := ks.NewRegion(t)
+	glance.Register(t, region)
+	f := &pollFixture{root: t, ks: ks, logs: &syncBuffer{}}
+	var projectName string
+	f.project, projectName = ks.CreateProject(t)
+	user := ks.CreateUser(t, f.project, "member")
+
+	// Glance is shared by the test binary: image names are unique per test.
+	suffix := strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	public := images.ImageVisibilityPublic
+	image := func(kube string) string {
+		name := "ubuntu-2404-kube-" + kube + "-" + suffix
+		glance.CreateImage(t, images.CreateOpts{Name: name, Visibility: &public,
+			Properties: map[string]string{"kube_version": kube, "os_distro": "ubuntu"}})
+		return name
+	}
+	labels := map[string]string{"capi_helm_chart_version": "0.27.0", "gitops": "true"}
+	data := magnumstandin.Data{Templates: []map[string]any{
+		magnumstandin.TemplateDoc(tmplV1, "k8s-1.33.7", image("v1.33.7"), labels),
+		magnumstandin.TemplateDoc(tmplV2, "k8s-1.33.8", image("v1.33.8"), labels),
+		magnumstandin.TemplateDoc(tmplOther, "k8s-heat", image("v1.33.7-other"), map[string]string{"capi_helm_chart_version": "0.27.0"}),
+	}}
+	f.magnum = magnumstandin.StartMagnum(t, ks, data)
+	neutron := magnumstandin.StartNeutron(t, ks, []magnumstandin.Network{
+		{ID: "d1f02cfb-d27f-4068-9332-84d907cb0e2e", Name: "public", ProjectID: "admin", External: true}}, nil)
+	cinder := magnumstandin.StartCinder(t, ks, []string{"__DEFAULT__", "ssd"})
+	nova := magnumstandin.StartNova(t, ks, []magnumstandin.Flavor{
+		{ID: "2", Name: "m1.medium", VCPUs: 2, RAM: 4096}, {ID: "3", Name: "m1.large", VCPUs: 4, RAM: 8192}})
+	ks.RegisterService(t, region, "container-infra", "magnum", f.magnum.URL+"/v1")
+	ks.RegisterService(t, region, "network", "neutron", neutron.URL)
+	ks.RegisterService(t, region, "volumev3", "cinderv3", cinder.URL+"/v3/$(project_id)s")
+	ks.RegisterService(t, region, "compute", "nova", nova.URL+"/v2.1")
+
+	cloudsFile := filepath.Join(t.TempDir(), "clouds.yaml")
+	doc, err := yaml.Marshal(clouds.Clouds{Clouds: map[string]clouds.Cloud{"test": {
+		AuthInfo: &clouds.AuthInfo{AuthURL: ks.AuthURL, Username: user.Name, Password: user.Password,
+			UserDomainID: user.DomainID, ProjectName: projectName, ProjectDomainID: user.DomainID},
+		RegionName: region, IdentityAPIVersion: "3"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cloudsFile, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f.cloud, err = openstack.Connect(t.Context(), openstack.Config{Cloud: "test", CloudsFile: cloudsFile}); err != nil {
+		t.Fatal(err)
+	}
+	f.caFile = writeCA(t)
+	f.git = gitserver.Start(t)
+	f.repoURL = f.git.Init("clusters.git")
+	return f
+}
+
+// writeCA writes a self-signed CA certificate: the cacert of the clusters' clouds.yaml.
+func writeCA(t *testing.T) string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "poller-test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tick is a new updated_at, later than every earlier one: Magnum saves the object.
+func (f *pollFixture) tick() string {
+	f.clock++
+	return time.Date(2026, 2, 1, 10, 0, f.clock, 0, time.UTC).Format("2006-01-02T15:04:05+00:00")
+}
+
+// service is one run of the polling service: a fresh clone of the remote, the clusters
+// read back from its records, a queue committing to it, and a poller. Several in a row
+// are restarts.
+type service struct {
+	poller   *reconciler.Poller
+	clusters *reconciler.Clusters
+	cancel   context.CancelFunc
+	done     chan struct{}
+	// crashAfter, when >= 0, makes Submit fail after that many more events: the process
+	// dies in the middle of a pass.
+	crashAfter int
+}
+
+func (f *pollFixture) start(t *testing.T) *service {
+	t.Helper()
+	ctx := t.Context()
+	repo, err := gitrepo.Open(ctx, gitrepo.Options{URL: f.repoURL,
+		Author: gitrepo.Signature{Name: "magnum-gitops", Email: "magnum-gitops@example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := generator.DefaultConfig()
+	clusters, bad, err := reconciler.LoadClusters(repo, &cfg, time.Now())
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("loading the clusters from git: %v %v", err, bad)
+	}
+	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true},
+		Resolvers: []reconciler.Resolver{openstack.NewResolver(f.cloud, openstack.ResolverOptions{}),
+			reconciler.CABundle{File: f.caFile}}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	q := &reconciler.Queue{Pipeline: p, Sink: &reconciler.GitSink{Repo: repo}, Ledger: reconciler.NewLedger(), Clusters: clusters}
+	q.Start()
+	qctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &service{clusters: clusters, cancel: cancel, done: make(chan struct{}), crashAfter: -1}
+	go func() { q.Run(qctx); close(s.done) }()
+	f.root.Cleanup(s.stop)
+
+	client, err := openstack.NewMagnum(f.cloud)
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity, err := f.cloud.Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := reconciler.ServiceCredentials(&openstack.AppCredentials{Identity: identity})
+	selectTemplates, err := reconciler.SelectTemplates("gitops=true", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.poller = &reconciler.Poller{Magnum: client, Select: selectTemplates, Clusters: clusters,
+		Submit: func(ctx context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary {
+			if s.crashAfter == 0 {
+				return reconciler.Summarize(ev, nil, fmt.Errorf("simulated crash before %s", ev.Operation))
+			}
+			s.crashAfter--
+			return q.Submit(ctx, ev)
+		},
+		Credentials: func(ctx context.Context, c openstack.Cluster) (*v1alpha1.ApplicationCredential, error) {
+			cred, err := creds(ctx, c)
+			if err == nil {
+				f.secretsMu.Lock()
+				f.secrets = append(f.secrets, cred.Secret.Reveal())
+				f.secretsMu.Unlock()
+			}
+			return cred, err
+		},
+		AuthURL: f.ks.AuthURL, AllProjects: true, PageSize: 2,
+		Log: slog.New(slog.NewJSONHandler(f.logs, nil))}
+	return s
+}
+
+func (s *service) stop() {
+	s.cancel()
+	<-s.done
+}
+
+// commit is what a test reads back from Git: the operation and event id trailers.
+type commit struct{ op, id string }
+
+// commits lists the remote's commits, oldest first.
+func (f *pollFixture) commits(t *testing.T) []commit {
+	t.Helper()
+	dir := f.git.Dir("clusters.git")
+	if strings.TrimSpace(f.git.Git(dir, "rev-list", "--all")) == "" {
+		return nil
+	}
+	out := f.git.Git(dir, "log", "--reverse", "--format=%(trailers:key=Magnum-Operation,valueonly,separator=)%x09%(trailers:key=Magnum-Event-ID,valueonly,separator=)")
+	var cs []commit
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		op, id, _ := strings.Cut(line, "\t")
+		cs = append(cs, commit{op: op, id: id})
+	}
+	return cs
+}
+
+// show is a file at the remote's head ("" when absent).
+func (f *pollFixture) show(t *testing.T, path string) string {
+	t.Helper()
+	dir := f.git.Dir("clusters.git")
+	if !strings.Contains(f.git.Git(dir, "ls-tree", "-r", "--name-only", "main"), path) {
+		return ""
+	}
+	return f.git.Git(dir, "show", "main:"+path)
+}
