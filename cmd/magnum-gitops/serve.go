@@ -19,6 +19,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
 	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/magnum-gitops/magnum-gitops/status/kube"
@@ -147,6 +148,19 @@ func (o *serveOptions) openstack(ctx context.Context, file *fileConfig, p *recon
 	}
 	// Events that leave "resolved" out are resolved with the service's credentials.
 	p.Resolvers = append([]reconciler.Resolver{file.Openstack.resolver(cloud)}, p.Resolvers...)
+	// After a delete's second phase, the application credentials the service created for
+	// the cluster (the poller's) go too. The driver shim deletes those it created with the
+	// user's token itself.
+	if idc, err := cloud.Identity(); err == nil {
+		creds := &openstack.AppCredentials{Identity: idc}
+		so.OnSecretsRemoved = func(ctx context.Context, rec reconciler.ClusterRecord) error {
+			n, err := creds.DeleteCluster(ctx, "", rec.Event.Cluster.UUID)
+			if n > 0 {
+				so.Log.Info("application credentials deleted", "cluster", rec.Event.Cluster.UUID, "count", n)
+			}
+			return err
+		}
+	}
 	if c, err := cloud.ContainerInfra(); err == nil {
 		so.Reporter = &report.MagnumReporter{Client: c}
 	} else {

@@ -174,3 +174,34 @@ func randomSuffix() (string, error) {
 	}
 	return hex.EncodeToString(b), nil
 }
+
+// DeleteCluster deletes every application credential of userID (empty: the user of
+// Identity's token) named for the cluster: what the delete of a cluster leaves behind once
+// its Secrets are gone. It returns how many it deleted.
+func (a *AppCredentials) DeleteCluster(ctx context.Context, userID, clusterUUID string) (int, error) {
+	if userID == "" {
+		var err error
+		if userID, err = tokenUser(a.Identity); err != nil {
+			return 0, err
+		}
+	}
+	pages, err := applicationcredentials.List(a.Identity, userID, applicationcredentials.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("keystone: listing the application credentials of user %s: %w", userID, err)
+	}
+	all, err := applicationcredentials.ExtractApplicationCredentials(pages)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ac := range all {
+		if !strings.HasPrefix(ac.Name, "magnum-"+clusterUUID) {
+			continue
+		}
+		if err := a.Delete(ctx, userID, clusterUUID, ac.ID); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -192,3 +192,34 @@ func TestAppCredentialCreateRejectsBadUUID(t *testing.T) {
 		t.Fatalf("error %v, want one naming cluster.uuid", err)
 	}
 }
+
+// TestAppCredentialDeleteCluster: after a cluster's delete completes, every credential
+// named for it goes, and no other.
+func TestAppCredentialDeleteCluster(t *testing.T) {
+	f := newAppCredFixture(t)
+	req := openstack.CredentialRequest{ClusterUUID: clusterUUID, ClusterName: "prod-a"}
+	a, err := f.creds.Create(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.creds.Rotate(t.Context(), req, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := f.creds.Create(t.Context(), openstack.CredentialRequest{ClusterUUID: "0c7a4e2b-9d8f-4a1c-8e6b-5d4c3b2a1f0e", ClusterName: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.creds.DeleteCluster(t.Context(), "", clusterUUID)
+	if err != nil || n != 2 {
+		t.Fatalf("DeleteCluster: %d deleted, %v; want 2", n, err)
+	}
+	for _, c := range []*openstack.AppCredential{a, b} {
+		if _, err := f.authenticate(t, c); err == nil {
+			t.Errorf("credential %s still works", c.ID)
+		}
+	}
+	if _, err := f.authenticate(t, other); err != nil {
+		t.Errorf("another cluster's credential was deleted: %v", err)
+	}
+}
