@@ -181,8 +181,7 @@ func TestInvalidChanges(t *testing.T) {
 
 func TestFileRemote(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir() + "/repo.git"
-	git(t, "", "init", "-q", "--bare", "-b", "main", dir)
+	dir := bareRepo(t, t.TempDir()+"/repo.git")
 	r := open(t, testOptions("file://"+dir))
 	if _, err := r.Apply(context.Background(), change("one", map[string]string{"x/y": "1"})); err != nil {
 		t.Fatal(err)
@@ -193,5 +192,52 @@ func TestFileRemote(t *testing.T) {
 	clone := checkRepo(t, dir)
 	if got := git(t, clone, "log", "--format=%s"); got != "two\none\n" {
 		t.Errorf("log = %q", got)
+	}
+}
+
+// TestFilesAndDirectoriesNeverReplaceEachOther: a change names files; writing or deleting
+// a path that is a directory, or writing below a file, is refused and names the path,
+// where a careless tree builder would drop a whole directory or a file.
+func TestFilesAndDirectoriesNeverReplaceEachOther(t *testing.T) {
+	t.Parallel()
+	s := newGitServer(t)
+	r := open(t, testOptions(s.newRepo("shapes", true)))
+	ctx := context.Background()
+	if _, err := r.Apply(ctx, change("seed", map[string]string{"c/prod/a.yaml": "a", "c/file": "f"})); err != nil {
+		t.Fatal(err)
+	}
+	before := strings.TrimSpace(git(t, s.dir("shapes"), "rev-parse", "main"))
+	for _, tc := range []struct {
+		files map[string]string
+		want  string
+	}{
+		{map[string]string{"c/prod": "x"}, `"c/prod" is a directory`},
+		{map[string]string{"c/prod": "<delete>"}, `"c/prod" is a directory`},
+		{map[string]string{"c/file/x.yaml": "x"}, `"c/file" is not a directory`},
+		{map[string]string{"README.md/x": "x"}, `"README.md" is not a directory`},
+	} {
+		_, err := r.Apply(ctx, change("x", tc.files))
+		if !errors.Is(err, gitrepo.ErrInvalidChange) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %s", tc.files, err, tc.want)
+		}
+	}
+	// Deleting below a file deletes nothing: a no-op.
+	if res, err := r.Apply(ctx, change("x", map[string]string{"c/file/x.yaml": "<delete>"})); err != nil || !res.NoOp {
+		t.Errorf("deleting below a file: %+v %v", res, err)
+	}
+	if after := strings.TrimSpace(git(t, s.dir("shapes"), "rev-parse", "main")); after != before {
+		t.Error("a refused change reached the remote")
+	}
+	// The way to turn a file into a directory: delete it, then write below it — two
+	// commits of one group, one push.
+	res, err := r.ApplyGroup(ctx, []gitrepo.Builder{
+		static(change("rm file", map[string]string{"c/file": "<delete>"})),
+		static(change("dir", map[string]string{"c/file/x.yaml": "x"})),
+	})
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got, ok := fileAt(t, s.dir("shapes"), "main", "c/file/x.yaml"); !ok || string(got) != "x" {
+		t.Errorf("c/file/x.yaml = %q", got)
 	}
 }

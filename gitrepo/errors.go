@@ -20,9 +20,38 @@ var (
 	ErrBranchNotFound = errors.New("gitrepo: branch not found on the remote")
 	// ErrTooManyAttempts: the push still failed after Options.MaxAttempts attempts.
 	ErrTooManyAttempts = errors.New("gitrepo: giving up after repeated push failures")
-	// ErrInvalidChange: a change is malformed (bad path, trailer or branch).
+	// ErrInvalidChange: a change is malformed (bad path, trailer or branch) or not allowed
+	// (a protected review branch, a review change in a group).
 	ErrInvalidChange = errors.New("gitrepo: invalid change")
+	// ErrPushRejected: the remote refused the push for a reason retrying cannot fix (a
+	// hook declined it, a protected or hidden ref). Nothing was written.
+	ErrPushRejected = errors.New("gitrepo: push rejected by the remote")
+	// ErrStopWalk, returned by a Walk callback, ends the walk early without an error.
+	ErrStopWalk = errors.New("gitrepo: stop walking")
 )
+
+// PushRejectedError is the remote's refusal of a ref update.
+type PushRejectedError struct {
+	// Ref is the ref the push updated, e.g. refs/heads/main.
+	Ref string
+	// Reason is receive-pack's status for the ref, e.g. "pre-receive hook declined".
+	Reason string
+	// Message is what the remote's hooks printed, bounded and with control characters
+	// removed; it may be empty.
+	Message string
+}
+
+// Error implements error.
+func (e *PushRejectedError) Error() string {
+	s := "gitrepo: the remote rejected the update of " + e.Ref + ": " + e.Reason
+	if e.Message != "" {
+		s += " (remote said: " + e.Message + ")"
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrPushRejected) true.
+func (e *PushRejectedError) Is(target error) bool { return target == ErrPushRejected }
 
 // ConflictError lists the paths a conflicting remote change touched.
 type ConflictError struct {

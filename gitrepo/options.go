@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
@@ -20,7 +18,11 @@ type Options struct {
 	// URL of the remote: https://, http://, ssh://, user@host:path or file://.
 	URL string
 	// Branch that changes go to, unless a change names a review branch. Default "main".
+	// It is always protected: no review branch can be it.
 	Branch string
+	// ProtectedBranches are path.Match patterns (e.g. "release/*") of branches that a
+	// review branch may never be.
+	ProtectedBranches []string
 	// Auth holds the credentials for URL.
 	Auth Auth
 	// CacheDir keeps a bare clone on disk between runs; empty keeps it in memory.
@@ -30,7 +32,8 @@ type Options struct {
 	Committer *Signature
 	// SigningKey, when set, signs every commit (OpenPGP).
 	SigningKey *openpgp.Entity
-	// MaxAttempts bounds the push attempts of one Apply (default 10).
+	// MaxAttempts bounds the push attempts of one Apply, ApplyBuilder or ApplyGroup
+	// (default 10).
 	MaxAttempts int
 	// Backoff is the first retry delay; it doubles per attempt up to MaxBackoff, with
 	// jitter. Defaults 100ms and 5s.
@@ -40,6 +43,10 @@ type Options struct {
 	PullRequests PullRequester
 	// Now stamps commits; time.Now when nil.
 	Now func() time.Time
+	// Warn, when set, hears about problems the Repo recovered from by itself, such as a
+	// corrupt CacheDir that was discarded and cloned again. The package logs nothing
+	// itself. It is called with the Repo's locks held: it must not call the Repo.
+	Warn func(msg string)
 }
 
 // Signature is a commit author or committer.
@@ -76,6 +83,9 @@ func (o *Options) Validate() error {
 	if err := validBranch(o.Branch); err != nil {
 		errs = append(errs, fmt.Errorf("branch: %w", err))
 	}
+	if err := validPatterns(o.ProtectedBranches); err != nil {
+		errs = append(errs, err)
+	}
 	n := 0
 	for _, s := range []string{o.Auth.Password, o.Auth.Token, o.Auth.SSHKeyFile} {
 		if s != "" {
@@ -88,8 +98,13 @@ func (o *Options) Validate() error {
 	if o.Auth.SSHKeyFile != "" && o.Auth.KnownHostsFile == "" {
 		errs = append(errs, errors.New("auth.known_hosts_file: required with ssh_key_file (host keys are always verified)"))
 	}
-	if o.Author.Name == "" || o.Author.Email == "" {
-		errs = append(errs, errors.New("author: name and email are required"))
+	if err := validSignature("author", o.Author); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Committer != nil {
+		if err := validSignature("committer", *o.Committer); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 10
@@ -107,14 +122,6 @@ func (o *Options) Validate() error {
 		o.Now = time.Now
 	}
 	return errors.Join(errs...)
-}
-
-// validBranch checks a branch name with Git's ref-format rules.
-func validBranch(b string) error {
-	if err := plumbing.NewBranchReferenceName(b).Validate(); err != nil || strings.HasPrefix(b, "-") {
-		return fmt.Errorf("%q is not a valid branch name", b)
-	}
-	return nil
 }
 
 // authMethod turns Auth into a go-git transport.AuthMethod.

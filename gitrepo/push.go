@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
@@ -17,7 +19,8 @@ import (
 // push sends exactly the objects a change created and moves one ref from old to new over
 // a receive-pack session. go-git's Repository.Push would first walk the whole tree to find
 // what the remote lacks; here the cost is O(changed objects). The ref only moves if the
-// remote still has old, so a concurrent writer can never be overwritten.
+// remote still has old, so a concurrent writer can never be overwritten. Callers hold mu,
+// not st.
 func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, old, new plumbing.Hash, objects []plumbing.Hash) error {
 	cl, err := client.NewClient(r.ep)
 	if err != nil {
@@ -46,24 +49,111 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, old, new pl
 		}
 	}
 	var pack bytes.Buffer
-	if _, err := packfile.NewEncoder(&pack, r.store, false).Encode(objects, 0); err != nil {
-		return fmt.Errorf("gitrepo: packing %d objects: %w", len(objects), err)
+	err = r.locked(func() error {
+		_, err := packfile.NewEncoder(&pack, r.store, false).Encode(dedupe(objects), 0)
+		return err
+	})
+	if err != nil {
+		return &localError{fmt.Errorf("packing %d objects: %w", len(objects), err)}
 	}
 	req := packp.NewReferenceUpdateRequest()
+	remote := &boundedBuffer{max: 2048}
 	if adv != nil {
 		req = packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
+		if adv.Capabilities.Supports(capability.Sideband64k) {
+			// Hooks print why they refused a push on the side band.
+			req.Capabilities.Set(capability.Sideband64k)
+			req.Progress = remote
+		}
 	}
 	req.Commands = []*packp.Command{{Name: ref, Old: old, New: new}}
 	req.Packfile = io.NopCloser(&pack)
 	report, err := sess.ReceivePack(ctx, req)
-	if err != nil {
-		return classify(err)
-	}
 	if report != nil {
-		if err := report.Error(); err != nil {
-			// The ref moved between the advertisement and the update.
-			return fmt.Errorf("%w: %v", errStale, err)
+		// go-git also returns the report's first failure as err; the report says more.
+		return checkReport(report, remote.String())
+	}
+	return classify(err)
+}
+
+// checkReport reads receive-pack's report-status. A ref that moved under us (the update's
+// old value no longer holds, or the ref was locked by a concurrent push) is stale and
+// retried; any other refusal of the ref is permanent.
+func checkReport(report *packp.ReportStatus, remoteSaid string) error {
+	if report.UnpackStatus != "ok" {
+		return fmt.Errorf("gitrepo: the remote could not unpack the push: %s", sanitize(report.UnpackStatus))
+	}
+	for _, cs := range report.CommandStatuses {
+		if cs.Status == "ok" {
+			continue
 		}
+		if staleReason(cs.Status) {
+			return fmt.Errorf("%w: %s", errStale, sanitize(cs.Status))
+		}
+		return &PushRejectedError{Ref: cs.ReferenceName.String(), Reason: sanitize(cs.Status), Message: sanitize(remoteSaid)}
 	}
 	return nil
+}
+
+// staleReasons are receive-pack's words for a ref that changed between our read and our
+// update, in Git and in the forges that reimplement it.
+var staleReasons = []string{
+	"non-fast-forward", "fetch first", "stale info", "failed to update ref", "failed to lock",
+	"cannot lock ref", "but expected", "incorrect old value", "reference already exists",
+	"reference does not exist",
+}
+
+func staleReason(status string) bool {
+	s := strings.ToLower(status)
+	for _, r := range staleReasons {
+		if strings.Contains(s, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// sanitize makes remote text safe to put in an error: one line, no control characters,
+// bounded.
+func sanitize(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 512 {
+		s = strings.ToValidUTF8(s[:512], "") + "…"
+	}
+	return s
+}
+
+// boundedBuffer keeps the first max bytes written to it.
+type boundedBuffer struct {
+	max int
+	buf bytes.Buffer
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string { return b.buf.String() }
+
+// dedupe drops repeated hashes (two changes of a group writing the same content), which
+// would otherwise be packed twice.
+func dedupe(hs []plumbing.Hash) []plumbing.Hash {
+	seen := make(map[plumbing.Hash]bool, len(hs))
+	out := hs[:0:0]
+	for _, h := range hs {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
 }

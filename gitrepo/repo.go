@@ -4,35 +4,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage"
-	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 // Repo is a bare clone of one remote branch that changes are committed to. Its methods
-// are safe for concurrent use; Apply calls are serialised.
+// are safe for concurrent use: writers (Apply, ApplyBuilder, ApplyGroup, Fetch) run one at
+// a time, and readers (Head, ReadFile, ListDir, ListFiles, Snapshot, Walk) only wait for
+// the short moments a writer touches the local object store, not for its pushes.
 type Repo struct {
-	opts  Options
-	ep    *transport.Endpoint
-	auth  transport.AuthMethod
+	opts Options
+	ep   *transport.Endpoint
+	auth transport.AuthMethod
+
+	// mu serialises writers.
+	mu sync.Mutex
+	// st guards every use of store and repo: go-git's object stores are not safe for a
+	// read during a write (nor, on disk, for two reads). store and repo are only replaced
+	// with both mu and st held.
+	st    sync.Mutex
 	store storage.Storer
 	repo  *git.Repository
-	mu    sync.Mutex
+	// damaged is set (under st) by a reader that found the local clone unreadable; the
+	// next writer discards the clone and fetches it again.
+	damaged error
 }
 
-// Open clones the remote branch (or reuses and fetches the clone in Options.CacheDir). An
-// empty remote repository is fine: the first Apply creates the branch.
+// Open clones the remote branch (or reuses and fetches the clone in Options.CacheDir,
+// discarding it when it is damaged). An empty remote repository is fine: the first Apply
+// creates the branch.
 func Open(ctx context.Context, opts Options) (*Repo, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -46,24 +53,19 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 		return nil, err
 	}
 	r := &Repo{opts: opts, ep: ep, auth: auth}
-	if opts.CacheDir != "" {
-		r.store = filesystem.NewStorage(osfs.New(opts.CacheDir), cache.NewObjectLRUDefault())
-	} else {
-		r.store = memory.NewStorage()
-	}
-	if r.repo, err = git.Open(r.store, nil); errors.Is(err, git.ErrRepositoryNotExists) {
-		r.repo, err = git.Init(r.store, nil)
-		if err == nil {
-			_, err = r.repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{opts.URL}})
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("gitrepo: opening the local clone: %w", err)
-	}
-	if err := r.fetch(ctx, opts.Branch, true); err != nil {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.load(ctx); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// locked runs f with the object store to itself.
+func (r *Repo) locked(f func() error) error {
+	r.st.Lock()
+	defer r.st.Unlock()
+	return f()
 }
 
 func remoteRef(branch string) plumbing.ReferenceName {
@@ -71,10 +73,12 @@ func remoteRef(branch string) plumbing.ReferenceName {
 }
 
 // fetch updates the remote-tracking ref of a branch. A missing branch is an error only
-// when required and the remote has other branches.
+// when required and the remote has other branches. Callers hold mu.
 func (r *Repo) fetch(ctx context.Context, branch string, required bool) error {
 	spec := config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", branch, remoteRef(branch)))
-	err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: r.auth, Force: true})
+	err := r.locked(func() error {
+		return r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: r.auth, Force: true})
+	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 		return nil
@@ -87,6 +91,8 @@ func (r *Repo) fetch(ctx context.Context, branch string, required bool) error {
 			}
 		}
 		return nil
+	case isStoreDamage(err):
+		return &localError{err}
 	}
 	return classify(err)
 }
@@ -98,10 +104,7 @@ func isNoMatchingRef(err error) bool {
 
 // remoteRefs lists the remote's branches.
 func (r *Repo) remoteRefs(ctx context.Context) ([]*plumbing.Reference, error) {
-	rem, err := r.repo.Remote("origin")
-	if err != nil {
-		return nil, err
-	}
+	rem := git.NewRemote(nil, &config.RemoteConfig{Name: "origin", URLs: []string{r.opts.URL}})
 	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: r.auth})
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return nil, classify(err)
@@ -132,10 +135,12 @@ func classify(err error) error {
 func permanent(err error) bool {
 	return errors.Is(err, ErrAuthentication) || errors.Is(err, ErrRepositoryNotFound) ||
 		errors.Is(err, ErrBranchNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidChange) ||
+		errors.Is(err, ErrPushRejected) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // head returns the last known commit of a remote branch (ZeroHash if it has none).
+// Callers hold st.
 func (r *Repo) head(branch string) (plumbing.Hash, error) {
 	ref, err := r.store.Reference(remoteRef(branch))
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
@@ -147,7 +152,7 @@ func (r *Repo) head(branch string) (plumbing.Hash, error) {
 	return ref.Hash(), nil
 }
 
-// treeOf returns a commit's tree (ZeroHash for none).
+// treeOf returns a commit's tree (ZeroHash for none). Callers hold st.
 func (r *Repo) treeOf(commit plumbing.Hash) (plumbing.Hash, error) {
 	if commit.IsZero() {
 		return plumbing.ZeroHash, nil
@@ -159,64 +164,17 @@ func (r *Repo) treeOf(commit plumbing.Hash) (plumbing.Hash, error) {
 	return c.TreeHash, nil
 }
 
-// Head returns the commit the branch is at, as last fetched or pushed.
-func (r *Repo) Head() (plumbing.Hash, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.head(r.opts.Branch)
-}
-
-// ReadFile returns a file of the branch as last fetched or pushed; ok is false when the
-// path does not exist.
-func (r *Repo) ReadFile(p string) (data []byte, ok bool, err error) {
-	// The object store is not safe for a read during a write: reads wait for Apply.
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h, err := r.head(r.opts.Branch)
-	if err != nil {
-		return nil, false, err
-	}
-	tree, err := r.treeOf(h)
-	if err != nil {
-		return nil, false, err
-	}
-	b, err := readPath(r.store, tree, p)
-	return b, b != nil, err
-}
-
-// ListDir returns the names of the files directly in a directory of the branch.
-func (r *Repo) ListDir(dir string) ([]string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h, err := r.head(r.opts.Branch)
-	if err != nil || h.IsZero() {
-		return nil, err
-	}
-	tree, err := r.treeOf(h)
-	if err != nil {
-		return nil, err
-	}
-	t, err := object.GetTree(r.store, tree)
-	if err != nil {
-		return nil, err
-	}
-	if dir = path.Clean(dir); dir != "." {
-		if t, err = t.Tree(dir); err != nil {
-			return nil, nil
-		}
-	}
-	var out []string
-	for _, e := range t.Entries {
-		if e.Mode.IsFile() {
-			out = append(out, e.Name)
-		}
-	}
-	return out, nil
-}
-
 // Fetch brings the branch up to date with the remote.
 func (r *Repo) Fetch(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.fetch(ctx, r.opts.Branch, true)
+	if err := r.healIfDamaged(ctx); err != nil {
+		return err
+	}
+	err := r.fetch(ctx, r.opts.Branch, true)
+	var le *localError
+	if errors.As(err, &le) {
+		return r.heal(ctx, le.err)
+	}
+	return err
 }

@@ -3,6 +3,7 @@ package gitrepo_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -134,5 +135,55 @@ func TestReviewBranchAndPullRequest(t *testing.T) {
 	if _, err := bad.OpenPullRequest(context.Background(), gitrepo.PullRequest{Head: "h", Base: "main", Title: "t"}); err == nil ||
 		!strings.Contains(err.Error(), "401") {
 		t.Errorf("wrong token: %v", err)
+	}
+}
+
+// TestReviewNeverWritesProtectedBranches: a review change whose branch is the configured
+// branch, empty, malformed, or matches a protected pattern is refused before anything is
+// pushed — so a branch template that renders to "main" cannot write main.
+func TestReviewNeverWritesProtectedBranches(t *testing.T) {
+	t.Parallel()
+	s := newGitServer(t)
+	bare := s.dir("protected")
+	o := testOptions(s.newRepo("protected", true))
+	o.ProtectedBranches = []string{"release/*", "prod"}
+	r := open(t, o)
+	git(t, bare, "branch", "release/1.0", "main")
+	refs := git(t, bare, "for-each-ref")
+	pushes := s.pushes.Load()
+	for _, tc := range []struct {
+		branch string
+		review bool
+		want   string
+	}{
+		{"main", true, `review branch "main" is protected`},
+		{"main", false, `review branch "main" is protected`}, // a branch implies review
+		{"", true, "review branch: empty"},
+		{"release/1.0", true, `review branch "release/1.0" is protected`},
+		{"release/2.0", false, `review branch "release/2.0" is protected`},
+		{"prod", true, `review branch "prod" is protected`},
+		{"bad..name", true, "not a valid branch name"},
+		{"-x", true, "not a valid branch name"},
+		{"a.lock", true, "not a valid branch name"},
+	} {
+		c := change("magnum: resize", map[string]string{"c/x.yaml": "x"})
+		c.Branch, c.Review = tc.branch, tc.review
+		_, err := r.Apply(context.Background(), c)
+		if !errors.Is(err, gitrepo.ErrInvalidChange) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("branch %q review=%v: err = %v, want ErrInvalidChange %q", tc.branch, tc.review, err, tc.want)
+		}
+		_, err = r.ApplyBuilder(context.Background(), func(gitrepo.Tree) (gitrepo.Change, error) { return c, nil })
+		if !errors.Is(err, gitrepo.ErrInvalidChange) {
+			t.Errorf("builder, branch %q: err = %v", tc.branch, err)
+		}
+	}
+	if s.pushes.Load() != pushes || git(t, bare, "for-each-ref") != refs {
+		t.Error("a refused review change reached the remote")
+	}
+	// An unprotected review branch still works.
+	c := change("magnum: resize", map[string]string{"c/x.yaml": "x"})
+	c.Branch, c.Review = "release-candidates/x", true
+	if res, err := r.Apply(context.Background(), c); err != nil || res.Branch != c.Branch {
+		t.Errorf("allowed review branch: %+v %v", res, err)
 	}
 }

@@ -31,6 +31,8 @@ type gitServer struct {
 	mu       sync.Mutex
 	srv      *http.Server
 	requests atomic.Int64
+	// pushes counts receive-pack POSTs: one per push.
+	pushes atomic.Int64
 }
 
 func git(t testing.TB, dir string, args ...string) string {
@@ -67,6 +69,9 @@ func (s *gitServer) handler() http.Handler {
 	cg := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + s.root, "GIT_HTTP_EXPORT_ALL=1"}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			s.pushes.Add(1)
+		}
 		if s.user != "" {
 			u, p, ok := r.BasicAuth()
 			if !ok || u != s.user || p != s.password {
@@ -120,8 +125,7 @@ func (s *gitServer) restart() {
 // newRepo creates a bare repository on the server; seeded repositories get one commit on
 // main with a README. It returns the repository's URL.
 func (s *gitServer) newRepo(name string, seeded bool) string {
-	dir := filepath.Join(s.root, name+".git")
-	git(s.t, "", "init", "-q", "--bare", "-b", "main", dir)
+	dir := bareRepo(s.t, filepath.Join(s.root, name+".git"))
 	git(s.t, dir, "config", "http.receivepack", "true")
 	git(s.t, dir, "config", "core.logAllRefUpdates", "always")
 	if seeded {
@@ -137,11 +141,30 @@ func (s *gitServer) newRepo(name string, seeded bool) string {
 
 func (s *gitServer) dir(name string) string { return filepath.Join(s.root, name+".git") }
 
+// bareRepo creates a bare repository with branch main at dir and makes the test end with
+// git fsck --strict on it: whatever a test did, the repository must stay valid.
+func bareRepo(t testing.TB, dir string) string {
+	t.Helper()
+	git(t, "", "init", "-q", "--bare", "-b", "main", dir)
+	t.Cleanup(func() { fsckStrict(t, dir) })
+	return dir
+}
+
+// fsckStrict runs git fsck --strict on a repository.
+func fsckStrict(t testing.TB, dir string) {
+	t.Helper()
+	cmd := exec.Command("git", "fsck", "--strict", "--no-dangling", "--no-progress")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("git fsck --strict %s: %v\n%s", dir, err, out)
+	}
+}
+
 // checkRepo runs git fsck --strict on the bare repository and on a fresh CLI clone, and
 // returns the clone's directory.
 func checkRepo(t testing.TB, bare string) string {
 	t.Helper()
-	git(t, bare, "fsck", "--strict", "--no-dangling")
+	fsckStrict(t, bare)
 	clone := t.TempDir()
 	git(t, "", "clone", "-q", bare, clone)
 	git(t, clone, "fsck", "--strict", "--no-dangling")

@@ -104,7 +104,7 @@ func serveSSH(c net.Conn, cfg *ssh.ServerConfig, root string) {
 func TestSSHRemote(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	git(t, "", "init", "-q", "--bare", "-b", "main", filepath.Join(root, "r.git"))
+	bareRepo(t, filepath.Join(root, "r.git"))
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 	clientPub, _ := ssh.NewPublicKey(pub)
 	block, err := ssh.MarshalPrivateKey(priv, "")

@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -46,45 +47,82 @@ func (b *treeBuilder) apply(tree plumbing.Hash, changes map[string][]byte) (plum
 			files[p] = content
 		}
 	}
+	for name := range files {
+		if dirs[name] != nil {
+			return plumbing.ZeroHash, &pathError{path: name, why: "is both a file and a directory of the change"}
+		}
+	}
 	index := map[string]int{}
 	for i, e := range entries {
 		index[e.Name] = i
 	}
-	set := func(name string, h plumbing.Hash, mode filemode.FileMode) {
+	set := func(name string, h plumbing.Hash, mode filemode.FileMode) error {
 		if i, ok := index[name]; ok {
 			if h.IsZero() {
 				entries[i].Name = "" // removed below
-				return
+				return nil
 			}
 			entries[i].Hash, entries[i].Mode = h, mode
-			return
+			return nil
 		}
-		if !h.IsZero() {
-			index[name] = len(entries)
-			entries = append(entries, object.TreeEntry{Name: name, Hash: h, Mode: mode})
+		if h.IsZero() {
+			return nil
 		}
+		// Last line of defence: never add an entry git fsck --strict would refuse.
+		if err := validName(name); err != nil {
+			return &pathError{path: name, why: "is not a valid tree entry name"}
+		}
+		index[name] = len(entries)
+		entries = append(entries, object.TreeEntry{Name: name, Hash: h, Mode: mode})
+		return nil
 	}
 	for name, content := range files {
+		i, exists := index[name]
+		if exists && entries[i].Mode == filemode.Dir {
+			// Never replace a directory wholesale: a change names files.
+			return plumbing.ZeroHash, &pathError{path: name, why: "is a directory"}
+		}
 		if content == nil {
-			set(name, plumbing.ZeroHash, filemode.Regular)
+			if err := set(name, plumbing.ZeroHash, filemode.Regular); err != nil {
+				return plumbing.ZeroHash, err
+			}
 			continue
 		}
-		h, err := b.blob(content)
-		if err != nil {
+		h := plumbing.ComputeHash(plumbing.BlobObject, content)
+		if !exists || entries[i].Hash != h || !entries[i].Mode.IsFile() {
+			// Only new content is stored, so the push carries only what changed.
+			if _, err := b.blob(content); err != nil {
+				return plumbing.ZeroHash, err
+			}
+		}
+		mode := filemode.Regular
+		if exists && entries[i].Mode == filemode.Executable {
+			mode = filemode.Executable // content is what a change says; the mode is kept
+		}
+		if err := set(name, h, mode); err != nil {
 			return plumbing.ZeroHash, err
 		}
-		set(name, h, filemode.Regular)
 	}
 	for name, sub := range dirs {
 		var old plumbing.Hash
-		if i, ok := index[name]; ok && entries[i].Mode == filemode.Dir {
+		i, exists := index[name]
+		if exists && entries[i].Mode != filemode.Dir {
+			if !onlyDeletes(sub) {
+				// Never replace a file (or symlink, or submodule) by a directory silently.
+				return plumbing.ZeroHash, &pathError{path: name, why: "is not a directory"}
+			}
+			continue // deleting below a file: nothing there to delete
+		}
+		if exists {
 			old = entries[i].Hash
 		}
 		h, err := b.apply(old, sub)
 		if err != nil {
+			return plumbing.ZeroHash, prefixErr(name, err)
+		}
+		if err := set(name, h, filemode.Dir); err != nil {
 			return plumbing.ZeroHash, err
 		}
-		set(name, h, filemode.Dir)
 	}
 	kept := entries[:0]
 	for _, e := range entries {
@@ -95,15 +133,35 @@ func (b *treeBuilder) apply(tree plumbing.Hash, changes map[string][]byte) (plum
 	if len(kept) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	// Git orders entries by name, comparing a directory as if its name ended in "/".
-	key := func(e object.TreeEntry) string {
-		if e.Mode == filemode.Dir {
-			return e.Name + "/"
-		}
-		return e.Name
-	}
-	sort.Slice(kept, func(i, j int) bool { return key(kept[i]) < key(kept[j]) })
+	sort.Slice(kept, func(i, j int) bool { return entryKey(kept[i]) < entryKey(kept[j]) })
 	return b.write(&object.Tree{Entries: kept}, tree)
+}
+
+// pathError is a change the tree cannot take at a path; it wraps ErrInvalidChange.
+type pathError struct{ path, why string }
+
+func (e *pathError) Error() string {
+	return fmt.Sprintf("%v: files: %q %s", ErrInvalidChange, e.path, e.why)
+}
+
+func (e *pathError) Unwrap() error { return ErrInvalidChange }
+
+func onlyDeletes(changes map[string][]byte) bool {
+	for _, c := range changes {
+		if c != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// prefixErr makes a nested tree's error name the full path.
+func prefixErr(dir string, err error) error {
+	var pe *pathError
+	if errors.As(err, &pe) {
+		return &pathError{path: dir + "/" + pe.path, why: pe.why}
+	}
+	return err
 }
 
 func (b *treeBuilder) blob(content []byte) (plumbing.Hash, error) {
@@ -144,45 +202,83 @@ func (b *treeBuilder) store(obj plumbing.EncodedObject) (plumbing.Hash, error) {
 	return h, nil
 }
 
-// readPath returns the content of path in tree, or nil when absent.
-func readPath(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) ([]byte, error) {
-	if tree.IsZero() {
-		return nil, nil
+// lookup finds the entry of path p in tree. found is false when the path does not exist
+// (or goes through something that is not a directory); err is only for objects the store
+// cannot read, which means the local clone is damaged.
+func lookup(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (e object.TreeEntry, found bool, err error) {
+	if tree.IsZero() || p == "" {
+		return e, false, nil
 	}
-	t, err := object.GetTree(s, tree)
+	for {
+		t, err := object.GetTree(s, tree)
+		if err != nil {
+			return e, false, err
+		}
+		name, rest, more := strings.Cut(p, "/")
+		e, found = findEntry(t.Entries, name)
+		if !found {
+			return e, false, nil
+		}
+		if !more {
+			return e, true, nil
+		}
+		if e.Mode != filemode.Dir {
+			return object.TreeEntry{}, false, nil
+		}
+		tree, p, found = e.Hash, rest, false
+	}
+}
+
+// findEntry finds name among entries in Git's tree order (by name, a directory's name
+// compared as if it ended in "/"): a file is where its name sorts, a directory where its
+// name plus "/" does.
+func findEntry(entries []object.TreeEntry, name string) (object.TreeEntry, bool) {
+	for _, k := range []string{name, name + "/"} {
+		i := sort.Search(len(entries), func(i int) bool { return entryKey(entries[i]) >= k })
+		if i < len(entries) && entries[i].Name == name {
+			return entries[i], true
+		}
+	}
+	return object.TreeEntry{}, false
+}
+
+// entryKey is the name a tree entry sorts by.
+func entryKey(e object.TreeEntry) string {
+	if e.Mode == filemode.Dir {
+		return e.Name + "/"
+	}
+	return e.Name
+}
+
+// readPath returns the content of path in tree; ok is false when there is no such file.
+func readPath(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (data []byte, ok bool, err error) {
+	e, found, err := lookup(s, tree, p)
+	if err != nil || !found || !e.Mode.IsFile() {
+		// Absent, or not a file (a directory, a submodule).
+		return nil, false, err
+	}
+	blob, err := object.GetBlob(s, e.Hash)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	f, err := t.File(p)
-	if errors.Is(err, object.ErrFileNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
-		return nil, nil
-	}
+	r, err := blob.Reader()
 	if err != nil {
-		return nil, err
-	}
-	r, err := f.Reader()
-	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer r.Close()
-	var buf bytes.Buffer
-	_, err = io.Copy(&buf, r)
-	return buf.Bytes(), err
+	buf := bytes.NewBuffer(make([]byte, 0, blob.Size))
+	if _, err := io.Copy(buf, r); err != nil {
+		return nil, false, err
+	}
+	return buf.Bytes(), true, nil
 }
 
 // blobHash returns the hash of path in tree (ZeroHash when absent), reading only the trees
 // on the path.
 func blobHash(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (plumbing.Hash, error) {
-	if tree.IsZero() {
-		return plumbing.ZeroHash, nil
-	}
-	t, err := object.GetTree(s, tree)
-	if err != nil {
+	e, found, err := lookup(s, tree, p)
+	if err != nil || !found {
 		return plumbing.ZeroHash, err
-	}
-	e, err := t.FindEntry(p)
-	if err != nil {
-		return plumbing.ZeroHash, nil
 	}
 	return e.Hash, nil
 }

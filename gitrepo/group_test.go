@@ -1,0 +1,207 @@
+package gitrepo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+)
+
+func static(c gitrepo.Change) gitrepo.Builder {
+	return func(gitrepo.Tree) (gitrepo.Change, error) { return c, nil }
+}
+
+// TestApplyGroup: one commit per builder, chained (a builder sees what the ones before it
+// wrote), one push for all; a no-op makes no commit; a failing, invalid, review or
+// conflicting builder is left out with its own error and the rest land.
+func TestApplyGroup(t *testing.T) {
+	t.Parallel()
+	s := newGitServer(t)
+	url := s.newRepo("group", true)
+	bare := s.dir("group")
+	ctx := context.Background()
+	r := open(t, testOptions(url))
+	if _, err := r.Apply(ctx, change("owned", map[string]string{"c/owned.yaml": "v: 1\n"})); err != nil {
+		t.Fatal(err)
+	}
+	stale := open(t, testOptions(url)) // sees c/owned.yaml v1
+	// A human changes the file after stale's clone.
+	work := t.TempDir()
+	git(t, "", "clone", "-q", bare, work)
+	os.WriteFile(filepath.Join(work, "c/owned.yaml"), []byte("v: human\n"), 0o644)
+	git(t, work, "commit", "-q", "-am", "human edit")
+	git(t, work, "push", "-q", "origin", "HEAD:main")
+
+	boom := errors.New("render failed")
+	review := change("review", map[string]string{"c/r.yaml": "r"})
+	review.Branch = "review/x"
+	builders := []gitrepo.Builder{
+		static(change("first", map[string]string{"c/a.yaml": "a\n"})),
+		// Sees the first builder's file.
+		func(base gitrepo.Tree) (gitrepo.Change, error) {
+			a, ok, err := base.ReadFile("c/a.yaml")
+			if err != nil || !ok {
+				return gitrepo.Change{}, fmt.Errorf("c/a.yaml not visible to the second builder: %v %v", ok, err)
+			}
+			return change("second", map[string]string{"c/b.yaml": "after " + string(a)}), nil
+		},
+		static(change("no-op", map[string]string{"README.md": "# clusters\n"})),
+		func(gitrepo.Tree) (gitrepo.Change, error) { return gitrepo.Change{}, boom },
+		static(change("conflict", map[string]string{"c/owned.yaml": "v: 2\n"})),
+		static(change("bad path", map[string]string{"c/.gitmodules": "x"})),
+		static(review),
+		static(change("last", map[string]string{"c/a.yaml": "a2\n", "c/z.yaml": "z\n"})),
+	}
+	pushes := s.pushes.Load()
+	res, err := stale.ApplyGroup(ctx, builders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.pushes.Load() - pushes; got != 1 {
+		// The first attempt stops at the remote's advertisement (stale's clone predates
+		// the human edit) before sending anything; the rebuilt chain is one push.
+		t.Errorf("%d pushes, want 1 for the whole group", got)
+	}
+	wantErr := []error{nil, nil, nil, boom, gitrepo.ErrConflict, gitrepo.ErrInvalidChange, gitrepo.ErrInvalidChange, nil}
+	for i, w := range wantErr {
+		if w == nil && res[i].Err != nil || w != nil && !errors.Is(res[i].Err, w) {
+			t.Errorf("builder %d: err = %v, want %v", i, res[i].Err, w)
+		}
+	}
+	if !res[2].NoOp || !res[2].Commit.IsZero() {
+		t.Errorf("no-op builder: %+v", res[2])
+	}
+	for _, i := range []int{0, 1, 7} {
+		if res[i].Commit.IsZero() || res[i].NoOp || res[i].Branch != "main" || res[i].Attempts != 2 {
+			t.Errorf("builder %d: %+v", i, res[i])
+		}
+	}
+	clone := checkRepo(t, bare)
+	log := git(t, clone, "log", "--format=%H %s")
+	want := fmt.Sprintf("%s last\n%s second\n%s first\n", res[7].Commit, res[1].Commit, res[0].Commit)
+	if !strings.HasPrefix(log, want) {
+		t.Errorf("history:\n%s\nwant it to start with:\n%s", log, want)
+	}
+	if got, _ := fileAt(t, bare, "main", "c/b.yaml"); string(got) != "after a\n" {
+		t.Errorf("c/b.yaml = %q", got)
+	}
+	if got, _ := fileAt(t, bare, "main", "c/owned.yaml"); string(got) != "v: human\n" {
+		t.Errorf("the human's edit was overwritten: %q", got)
+	}
+	if out := git(t, bare, "branch", "--list", "review/x"); out != "" {
+		t.Error("a group created a review branch")
+	}
+	onlyFastForwards(t, bare, "main")
+
+	// Everything a no-op: no push at all.
+	pushes = s.pushes.Load()
+	res, err = stale.ApplyGroup(ctx, []gitrepo.Builder{static(change("again", map[string]string{"c/z.yaml": "z\n"}))})
+	if err != nil || !res[0].NoOp || s.pushes.Load() != pushes {
+		t.Errorf("a group of no-ops: %+v %v, %d pushes", res, err, s.pushes.Load()-pushes)
+	}
+}
+
+// TestApplyGroupFailsAsAWhole: a group that cannot be pushed returns one error and pushes
+// nothing.
+func TestApplyGroupFailsAsAWhole(t *testing.T) {
+	t.Parallel()
+	s := newGitServer(t)
+	o := testOptions(s.newRepo("group-gone", true))
+	o.MaxAttempts = 2
+	r := open(t, o)
+	s.stop()
+	res, err := r.ApplyGroup(context.Background(), []gitrepo.Builder{static(change("x", map[string]string{"a": "1"}))})
+	if !errors.Is(err, gitrepo.ErrTooManyAttempts) || res != nil {
+		t.Errorf("server gone: %v %v, want ErrTooManyAttempts", res, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.ApplyGroup(ctx, []gitrepo.Builder{static(change("x", map[string]string{"a": "1"}))}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestConcurrentGroups: three Repos push three groups each at the same time to one git
+// http-backend. Every commit lands exactly once, the history is linear, and the remote
+// passes git fsck --strict.
+func TestConcurrentGroups(t *testing.T) {
+	t.Parallel()
+	s := newGitServer(t)
+	url := s.newRepo("groups", true)
+	ctx := context.Background()
+	const writers, groups, size = 3, 3, 10
+	var wg sync.WaitGroup
+	commits := make([][]gitrepo.GroupResult, writers)
+	errs := make([]error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r, err := gitrepo.Open(ctx, contendedOptions(url))
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			for g := 0; g < groups; g++ {
+				var bs []gitrepo.Builder
+				for i := 0; i < size; i++ {
+					c := change(fmt.Sprintf("w%d g%d c%d", w, g, i), map[string]string{
+						fmt.Sprintf("clusters/w%d/g%d/c%d.yaml", w, g, i): fmt.Sprintf("n: %d\n", i)})
+					c.Trailers = []gitrepo.Trailer{{Key: "Magnum-Event-ID", Value: fmt.Sprintf("w%d-g%d-c%d", w, g, i)}}
+					bs = append(bs, static(c))
+				}
+				res, err := r.ApplyGroup(ctx, bs)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				commits[w] = append(commits[w], res...)
+			}
+		}(w)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	bare := s.dir("groups")
+	clone := checkRepo(t, bare)
+	if merges := git(t, clone, "rev-list", "--min-parents=2", "HEAD"); merges != "" {
+		t.Errorf("merge commits in the history:\n%s", merges)
+	}
+	history := map[string]int{}
+	for _, h := range strings.Fields(git(t, clone, "rev-list", "HEAD")) {
+		history[h]++
+	}
+	subjects := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(git(t, clone, "log", "--format=%s")), "\n") {
+		subjects[l]++
+	}
+	for w, rs := range commits {
+		if len(rs) != groups*size {
+			t.Errorf("writer %d: %d results", w, len(rs))
+		}
+		for _, r := range rs {
+			if r.Err != nil || r.Commit.IsZero() || history[r.Commit.String()] != 1 {
+				t.Errorf("writer %d: %+v not in the history once", w, r)
+			}
+		}
+	}
+	for w := 0; w < writers; w++ {
+		for g := 0; g < groups; g++ {
+			for i := 0; i < size; i++ {
+				if n := subjects[fmt.Sprintf("w%d g%d c%d", w, g, i)]; n != 1 {
+					t.Errorf("w%d g%d c%d landed %d times", w, g, i, n)
+				}
+			}
+		}
+	}
+	onlyFastForwards(t, bare, "main")
+}
