@@ -163,3 +163,16 @@ func LoadClusters(repo FileLister, cfg *generator.Config, at time.Time) (*Cluste
 	}
 	return c, bad, nil
 }
+
+// FillRevisions sets the commit of every record whose revision is unknown (after a
+// restart) from the ledger.
+func (c *Clusters) FillRevisions(l *Ledger) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for uuid, rec := range c.m {
+		if rec.Revision == "" && rec.Event.ID != "" {
+			rec.Revision = l.Revision(rec.Event.ID)
+			c.m[uuid] = rec
+		}
+	}
+}

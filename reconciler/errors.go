@@ -76,6 +76,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is matches the sentinel of the error's Kind.
 func (e *Error) Is(target error) bool {
 	switch target {
+	case ErrInvalid:
+		return e.Kind == KindInvalid
 	case ErrRetry:
 		return e.Kind == KindRetry
 	case ErrPermanent:
@@ -97,7 +99,7 @@ func KindOf(err error) Kind {
 	case errors.Is(err, gitrepo.ErrConflict):
 		return KindConflict
 	case errors.Is(err, gitrepo.ErrAuthentication), errors.Is(err, gitrepo.ErrRepositoryNotFound),
-		errors.Is(err, gitrepo.ErrBranchNotFound):
+		errors.Is(err, gitrepo.ErrBranchNotFound), errors.Is(err, gitrepo.ErrPushRejected):
 		return KindPermanent
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, gitrepo.ErrTooManyAttempts):

@@ -59,29 +59,78 @@ func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 			return nil, err
 		}
 	}
-	pl, err := p.Plan(ev, res, s.Repo)
-	if err != nil {
-		return nil, err
-	}
-	out.Plan = pl
-	if pl.NoOp() && branch == "" {
-		return out, nil
-	}
-	c := pl.Commit
-	c.Branch = branch
-	if len(c.Files) == 0 {
-		// A review branch of a change the branch already holds: nothing to review.
-		return out, nil
-	}
-	gr, err := s.Repo.Apply(ctx, c)
+	gr, err := s.Repo.ApplyBuilder(ctx, s.builder(p, ev, res, branch, out))
 	if err != nil {
 		return out, stepError("push", err)
 	}
-	if !gr.NoOp {
-		out.Commit = gr.Commit.String()
-	}
-	out.Branch, out.Attempts, out.PullRequestURL = gr.Branch, gr.Attempts, gr.PullRequestURL
+	out.setResult(gr)
 	return out, nil
+}
+
+// builder plans the event against the tree it will be committed on: called again on the
+// new head when the remote moved, so a Secret another writer already committed with the
+// same plaintext keeps that writer's ciphertext, and identical intent never conflicts.
+func (s *GitSink) builder(p *Pipeline, ev *v1alpha1.ClusterEvent, res *generator.Result, branch string, out *Outcome) gitrepo.Builder {
+	return func(base gitrepo.Tree) (gitrepo.Change, error) {
+		pl, err := p.Plan(ev, res, base)
+		if err != nil {
+			return gitrepo.Change{}, err
+		}
+		out.Plan = pl
+		c := pl.Commit
+		if branch != "" {
+			c.Branch, c.Review = branch, true
+		}
+		return c, nil
+	}
+}
+
+// setResult copies what gitrepo did into the outcome.
+func (o *Outcome) setResult(gr *gitrepo.Result) {
+	if gr == nil {
+		return
+	}
+	if !gr.NoOp {
+		o.Commit = gr.Commit.String()
+	}
+	o.Branch, o.Attempts, o.PullRequestURL = gr.Branch, gr.Attempts, gr.PullRequestURL
+}
+
+// ApplyGroup runs the pipeline for several events and commits them in order, one commit
+// each, with one push: what the service does with events that arrive together. Each event
+// gets its own outcome and error; an event that fails (invalid, conflicting) is left out
+// and the others land. err is for a failure of the whole group, which pushed nothing.
+func (s *GitSink) ApplyGroup(ctx context.Context, p *Pipeline, events []*v1alpha1.ClusterEvent) ([]*Outcome, []error, error) {
+	outs := make([]*Outcome, len(events))
+	errs := make([]error, len(events))
+	var builders []gitrepo.Builder
+	var index []int
+	for i, ev := range events {
+		outs[i] = &Outcome{}
+		res, err := p.Render(ctx, ev)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		builders = append(builders, s.builder(p, ev, res, "", outs[i]))
+		index = append(index, i)
+	}
+	if len(builders) == 0 {
+		return outs, errs, nil
+	}
+	results, err := s.Repo.ApplyGroup(ctx, builders)
+	if err != nil {
+		return outs, errs, stepError("push", err)
+	}
+	for k, r := range results {
+		i := index[k]
+		if r.Err != nil {
+			errs[i] = stepError("commit", r.Err)
+			continue
+		}
+		outs[i].setResult(&r.Result)
+	}
+	return outs, errs, nil
 }
 
 // reviewBranch renders the review branch of an event. An empty result is refused here;
@@ -106,23 +155,20 @@ func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (strin
 // generator. Nothing is committed when the output did not move.
 func (s *GitSink) Resync(ctx context.Context, p *Pipeline, pl *Plan) (*Outcome, error) {
 	res, ev := pl.Result, pl.Event
-	fresh, err := p.Plan(ev, res, s.Repo)
-	if err != nil {
-		return nil, err
-	}
-	out := &Outcome{Plan: fresh}
-	if fresh.NoOp() {
-		return out, nil
-	}
-	asResync(fresh)
-	gr, err := s.Repo.Apply(ctx, fresh.Commit)
+	out := &Outcome{}
+	gr, err := s.Repo.ApplyBuilder(ctx, func(base gitrepo.Tree) (gitrepo.Change, error) {
+		fresh, err := p.Plan(ev, res, base)
+		if err != nil {
+			return gitrepo.Change{}, err
+		}
+		asResync(fresh)
+		out.Plan = fresh
+		return fresh.Commit, nil
+	})
 	if err != nil {
 		return out, stepError("push", err)
 	}
-	if !gr.NoOp {
-		out.Commit = gr.Commit.String()
-	}
-	out.Branch, out.Attempts = gr.Branch, gr.Attempts
+	out.setResult(gr)
 	return out, nil
 }
 

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
 // ErrIdempotencyConflict is returned when an event id arrives again with a different body.
@@ -77,4 +79,42 @@ func (l *Ledger) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.entries)
+}
+
+// LedgerHistory bounds how far back LoadLedger reads: retries come within minutes.
+const LedgerHistory = 20000
+
+// LoadLedger rebuilds the ledger from the commit trailers of the newest LedgerHistory
+// commits, so that after a restart a retried event id is answered with the commit that
+// carried it, and an id reused with another body is still refused.
+func LoadLedger(ctx context.Context, repo *gitrepo.Repo) (*Ledger, error) {
+	l := NewLedger()
+	n := 0
+	err := repo.Walk(ctx, func(c gitrepo.CommitInfo) error {
+		if n++; n > LedgerHistory {
+			return gitrepo.ErrStopWalk
+		}
+		id, ok1 := c.Trailer(TrailerEventID)
+		digest, ok2 := c.Trailer(TrailerEventDigest)
+		if !ok1 || !ok2 {
+			return nil
+		}
+		if _, seen := l.entries[id]; seen {
+			return nil // a newer commit already answered this id
+		}
+		uuid, _ := c.Trailer("Magnum-Cluster-UUID")
+		stackID, _ := c.Trailer("Magnum-Stack-ID")
+		op, _ := c.Trailer("Magnum-Operation")
+		l.entries[id] = ledgerEntry{digest: digest, summary: Summary{EventID: id, Operation: v1alpha1.Operation(op),
+			ClusterUUID: uuid, StackID: stackID, Outcome: OutcomeCommitted, Revision: c.Hash.String()}}
+		return nil
+	})
+	return l, err
+}
+
+// Revision returns the commit recorded for an event id.
+func (l *Ledger) Revision(id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.entries[id].summary.Revision
 }

@@ -89,8 +89,10 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	if err != nil {
 		return nil, stepError("diff", err)
 	}
+	// CommitChange gives the commit the whole desired state of the event's paths (not only
+	// the differences): gitrepo finds the no-op itself, and a path someone else changed to
+	// what we want is no conflict.
 	pl.Commit = CommitChange(ev, res, fs, old)
-	pl.Commit.Files = pl.Changes
 	return pl, nil
 }
 

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -128,28 +129,68 @@ func (q *Queue) drain() {
 	}
 }
 
-// process commits one group. Events are applied in arrival order, so events for the same
-// cluster keep their order.
+// process commits one group: one commit per event, in arrival order (so events of one
+// cluster keep their order), and one push. Retried ids are answered from the ledger first.
+// In review mode every event goes to a branch of its own, so events are applied one by one.
 func (q *Queue) process(ctx context.Context, group []*submission) {
 	start := time.Now()
+	var pending []*submission
+	digests := map[string]string{}
 	for _, s := range group {
-		q.answer(s, q.apply(ctx, s), len(group), start)
+		if sum, done := q.early(s, digests); done {
+			q.answer(s, sum, len(group), start)
+			continue
+		}
+		pending = append(pending, s)
+	}
+	if len(pending) == 0 {
+		return
+	}
+	if q.Sink.ReviewBranch != "" {
+		for _, s := range pending {
+			out, err := q.Sink.Apply(ctx, q.Pipeline, s.ev)
+			q.answer(s, q.record(s, out, err), len(group), start)
+		}
+		return
+	}
+	events := make([]*v1alpha1.ClusterEvent, len(pending))
+	for i, s := range pending {
+		events[i] = s.ev
+	}
+	outs, errs, err := q.Sink.ApplyGroup(ctx, q.Pipeline, events)
+	for i, s := range pending {
+		e := errs[i]
+		if err != nil {
+			e = err
+		}
+		q.answer(s, q.record(s, outs[i], e), len(group), start)
 	}
 }
 
-// apply runs one event, answering a retried id from the ledger.
-func (q *Queue) apply(ctx context.Context, s *submission) Summary {
+// early answers an event without committing it: a retried id (from the ledger), an id
+// reused with another body (also within the group), or a client that gave up.
+func (q *Queue) early(s *submission, digests map[string]string) (Summary, bool) {
+	if s.ctx.Err() != nil {
+		return Summarize(s.ev, nil, stepError("accept", s.ctx.Err())), true
+	}
 	if q.Ledger != nil {
 		if sum, ok, err := q.Ledger.Lookup(s.ev.ID, s.digest); err != nil {
-			return Summarize(s.ev, nil, err)
+			return Summarize(s.ev, nil, err), true
 		} else if ok {
-			return sum
+			return sum, true
 		}
 	}
-	if s.ctx.Err() != nil {
-		return Summarize(s.ev, nil, stepError("accept", s.ctx.Err()))
+	if id := s.ev.ID; id != "" {
+		if d, ok := digests[id]; ok && d != s.digest {
+			return Summarize(s.ev, nil, &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", id, ErrIdempotencyConflict)}), true
+		}
+		digests[id] = s.digest
 	}
-	out, err := q.Sink.Apply(ctx, q.Pipeline, s.ev)
+	return Summary{}, false
+}
+
+// record summarises an applied event and remembers it when it succeeded.
+func (q *Queue) record(s *submission, out *Outcome, err error) Summary {
 	sum := Summarize(s.ev, out, err)
 	if err == nil {
 		if q.Ledger != nil {

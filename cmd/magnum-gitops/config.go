@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
@@ -56,6 +57,10 @@ func loadConfig(path string) (*fileConfig, error) {
 	}
 	if err := cfg.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s:\n%w", path, err)
+	}
+	// flux.path becomes a path in Git: no spelling of .git, .gitmodules and the like.
+	if err := gitrepo.ValidPath(cfg.Flux.Path); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, &v1alpha1.FieldError{Field: "flux.path", Message: err.Error()})
 	}
 	if err := cfg.Openstack.validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -43,6 +44,12 @@ type gitAuthConfig struct {
 }
 
 type gitReviewConfig struct {
+	// ProtectedBranches (path.Match patterns, e.g. "release/*") can never be a review
+	// branch; the configured branch never is.
+	ProtectedBranches []string `json:"protected_branches,omitempty"`
+	// GitHub opens a pull request per review branch (REST v3; url is the API root, e.g.
+	// https://api.github.com or https://HOST/api/v3 for GitHub Enterprise).
+	GitHub *forgeConfig `json:"github,omitempty"`
 	// BranchTemplate turns on review mode: each event goes to its own branch, e.g.
 	// "magnum/{{.StackID}}/{{.EventID}}", and main is left alone.
 	BranchTemplate string `json:"branch_template,omitempty"`
@@ -125,6 +132,16 @@ func (g *gitConfig) options() (gitrepo.Options, error) {
 		}
 		o.SigningKey = keys[0]
 	}
+	o.ProtectedBranches = g.Review.ProtectedBranches
+	// The on-disk cache heals itself; say so once in the log.
+	o.Warn = func(msg string) { slog.Warn(msg, "component", "gitrepo") }
+	if gh := g.Review.GitHub; gh != nil {
+		tok, err := readSecretFile("git.review.github.token_file", gh.TokenFile)
+		if err != nil {
+			return o, err
+		}
+		o.PullRequests = &gitrepo.GitHub{BaseURL: gh.URL, Owner: gh.Owner, Repo: gh.Repo, Token: tok}
+	}
 	if gt := g.Review.Gitea; gt != nil {
 		tok, err := readSecretFile("git.review.gitea.token_file", gt.TokenFile)
 		if err != nil {
@@ -135,4 +152,12 @@ func (g *gitConfig) options() (gitrepo.Options, error) {
 	// Validate fills in defaults: it must run before o is copied into the return values.
 	err = o.Validate()
 	return o, err
+}
+
+// forgeConfig names a repository on a forge and the file holding its API token.
+type forgeConfig struct {
+	URL       string `json:"url,omitempty"`
+	Owner     string `json:"owner"`
+	Repo      string `json:"repo"`
+	TokenFile string `json:"token_file"`
 }

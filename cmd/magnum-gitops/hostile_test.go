@@ -50,6 +50,11 @@ func TestHostileInput(t *testing.T) {
 		{"empty token file", base + "  auth: {token_file: " + empty + "}\n", string(event), "git.auth.token_file"},
 		{"duplicate key in the config", base + "git:\n  url: x\n", string(event), "(document)"},
 		{"unknown config key", base + "serve: {listn: x}\n", string(event), "listn"},
+		{"flux.path is .git", base + "flux: {path: clusters/.GIT}\n", string(event), "flux.path"},
+		{"flux.path is .git on NTFS", base + "flux: {path: \"git~1/x\"}\n", string(event), "flux.path"},
+		{"flux.path with an ignorable character", base + "flux: {path: \".g\\u200cit/x\"}\n", string(event), "flux.path"},
+		{"flux.path is .gitmodules", base + "flux: {path: \".gitmodules\"}\n", string(event), "flux.path"},
+		{"review branch renders to main", base + "  review: {branch_template: main}\n", string(event), "protected"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := write(strings.ReplaceAll(tc.name, " ", "-")+".yaml", tc.config)

@@ -52,6 +52,21 @@ func (m *magnumAPI) count() int {
 	return len(m.patches)
 }
 
+// last reports whether the newest patch sets health_status to want.
+func (m *magnumAPI) last(want string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.patches) == 0 {
+		return false
+	}
+	for _, op := range m.patches[len(m.patches)-1] {
+		if op["path"] == "/health_status" && op["value"] == want {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *magnumAPI) paths(i int) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -100,13 +115,22 @@ func TestHealthReportedToMagnum(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	waitFor(1)
-	if p := strings.Join(api.paths(0), ","); !strings.Contains(p, "/health_status") || !strings.Contains(p, "/health_status_reason") {
-		t.Errorf("first report %s, want the health fields", p)
+	// A snapshot taken before the objects were written may be reported first (UNHEALTHY);
+	// wait for the report of the healthy cluster.
+	deadline := time.Now().Add(20 * time.Second)
+	for !api.last("HEALTHY") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no HEALTHY report: %v", api.patches)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
+	if p := strings.Join(api.paths(api.count()-1), ","); !strings.Contains(p, "/health_status") || !strings.Contains(p, "/health_status_reason") {
+		t.Errorf("report %s, want the health fields", p)
+	}
+	reported := api.count()
 	time.Sleep(2500 * time.Millisecond) // many intervals, one snapshot refresh: nothing changed
-	if n := api.count(); n != 1 {
-		t.Errorf("%d reports while nothing changed, want 1", n)
+	if n := api.count(); n != reported {
+		t.Errorf("%d more reports while nothing changed: %v", n-reported, api.patches)
 	}
 	// The control plane goes away: health changes and is reported once more.
 	var objs []map[string]any
@@ -121,8 +145,8 @@ func TestHealthReportedToMagnum(t *testing.T) {
 	if err := os.WriteFile(h.objects, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(2)
-	if p := strings.Join(api.paths(1), ","); !strings.Contains(p, "/health_status") {
-		t.Errorf("second report %s", p)
+	waitFor(reported + 1)
+	if !api.last("UNHEALTHY") {
+		t.Errorf("after the control plane went: %v", api.patches)
 	}
 }

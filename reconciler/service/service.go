@@ -145,7 +145,11 @@ func (s *Service) run(ctx context.Context) error {
 		o.Log.Warn("skipping a record that does not decode", "path", f)
 	}
 	s.clusters = clusters
-	o.Log.Info("clusters read from git", "count", clusters.Len(), "duration", time.Since(start))
+	if s.ledger, err = reconciler.LoadLedger(ctx, o.Sink.Repo); err != nil {
+		return fmt.Errorf("reading the event ids in git: %w", err)
+	}
+	s.clusters.FillRevisions(s.ledger)
+	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
 
 	s.queue = &reconciler.Queue{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
 		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.m.observe}
