@@ -101,14 +101,13 @@ func TestApplyBuilderErrors(t *testing.T) {
 	url := s.newRepo("builder-errors", true)
 	ctx := context.Background()
 	r := open(t, testOptions(url))
-	before := strings.TrimSpace(git(t, s.dir("builder-errors"), "rev-parse", "main"))
 	boom := errors.New("render failed")
 
 	stale := open(t, testOptions(url))
 	if _, err := r.Apply(ctx, change("move main", map[string]string{"x": "1"})); err != nil {
 		t.Fatal(err)
 	}
-	before = strings.TrimSpace(git(t, s.dir("builder-errors"), "rev-parse", "main"))
+	before := strings.TrimSpace(git(t, s.dir("builder-errors"), "rev-parse", "main"))
 	var n atomic.Int32
 	cases := []struct {
 		name  string

@@ -170,7 +170,7 @@ func (r *Repo) checkHeadLocked() error {
 // branch head no longer reads. Callers hold mu.
 func (r *Repo) healIfDamaged(ctx context.Context) error {
 	var cause error
-	r.locked(func() error {
+	_ = r.locked(func() error {
 		if cause = r.damaged; cause == nil {
 			cause = r.checkHeadLocked()
 		}

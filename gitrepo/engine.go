@@ -78,10 +78,10 @@ func (r *Repo) run(ctx context.Context, tg target, jobs []*job, accept func(*Cha
 			return attempts, nil // every change was a no-op or dropped: nothing to push
 		}
 		var remoteHead plumbing.Hash
-		r.locked(func() error { remoteHead, _ = r.head(tg.branch); return nil })
+		_ = r.locked(func() error { remoteHead, _ = r.head(tg.branch); return nil })
 		err = r.push(ctx, plumbing.NewBranchReferenceName(tg.branch), remoteHead, tip, objects)
 		if err == nil {
-			r.locked(func() error {
+			_ = r.locked(func() error {
 				// The push landed; a clone that cannot record it is healed by the next writer.
 				return r.noteDamage(r.store.SetReference(plumbing.NewHashReference(remoteRef(tg.branch), tip)))
 			})
@@ -127,7 +127,7 @@ func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.H
 			var err error
 			if c, err = j.build(&Snapshot{r: r, commit: tip}); err != nil {
 				var damaged error
-				r.locked(func() error { damaged = r.damaged; return nil })
+				_ = r.locked(func() error { damaged = r.damaged; return nil })
 				if damaged != nil {
 					return tip, nil, &localError{damaged}
 				}

@@ -19,9 +19,9 @@ import (
 // push sends exactly the objects a change created and moves one ref from old to new over
 // a receive-pack session. go-git's Repository.Push would first walk the whole tree to find
 // what the remote lacks; here the cost is O(changed objects). The ref only moves if the
-// remote still has old, so a concurrent writer can never be overwritten. Callers hold mu,
+// remote still has prev, so a concurrent writer can never be overwritten. Callers hold mu,
 // not st.
-func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, old, new plumbing.Hash, objects []plumbing.Hash) error {
+func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next plumbing.Hash, objects []plumbing.Hash) error {
 	cl, err := client.NewClient(r.ep)
 	if err != nil {
 		return classify(err)
@@ -44,7 +44,7 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, old, new pl
 		if cur, ok := refs[ref]; ok {
 			current = cur.Hash()
 		}
-		if current != old {
+		if current != prev {
 			return errStale
 		}
 	}
@@ -62,11 +62,12 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, old, new pl
 		req = packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
 		if adv.Capabilities.Supports(capability.Sideband64k) {
 			// Hooks print why they refused a push on the side band.
-			req.Capabilities.Set(capability.Sideband64k)
-			req.Progress = remote
+			if err := req.Capabilities.Set(capability.Sideband64k); err == nil {
+				req.Progress = remote
+			}
 		}
 	}
-	req.Commands = []*packp.Command{{Name: ref, Old: old, New: new}}
+	req.Commands = []*packp.Command{{Name: ref, Old: prev, New: next}}
 	req.Packfile = io.NopCloser(&pack)
 	report, err := sess.ReceivePack(ctx, req)
 	if report != nil {

@@ -185,15 +185,15 @@ func onlyFastForwards(t testing.TB, bare, branch string) int {
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		f := strings.Fields(line)
-		old, new := f[0], f[1]
+		prev, next := f[0], f[1]
 		n++
-		if strings.Trim(old, "0") == "" {
+		if strings.Trim(prev, "0") == "" {
 			continue
 		}
-		cmd := exec.Command("git", "merge-base", "--is-ancestor", old, new)
+		cmd := exec.Command("git", "merge-base", "--is-ancestor", prev, next)
 		cmd.Dir = bare
 		if err := cmd.Run(); err != nil {
-			t.Errorf("reflog %s: %s → %s is not a fast-forward", branch, old[:8], new[:8])
+			t.Errorf("reflog %s: %s → %s is not a fast-forward", branch, prev[:8], next[:8])
 		}
 	}
 	return n

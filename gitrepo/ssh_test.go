@@ -15,8 +15,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
 // sshGitServer serves git-upload-pack and git-receive-pack over SSH (x/crypto/ssh),

@@ -225,7 +225,7 @@ func lookup(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (e objec
 		if e.Mode != filemode.Dir {
 			return object.TreeEntry{}, false, nil
 		}
-		tree, p, found = e.Hash, rest, false
+		tree, p = e.Hash, rest
 	}
 }
 
