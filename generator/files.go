@@ -167,7 +167,21 @@ func kustomization(secretFiles map[string]bool, deployFile string) *kustypes.Kus
 
 // MarshalObject serialises an object as YAML with sorted keys, without the empty
 // creationTimestamp and status that typed objects carry, so files are stable and minimal.
+//
+// The output is byte for byte that of marshalObjectReference (JSON → sigs.k8s.io/yaml):
+// marshalObjectFast writes it directly and hands anything it does not reproduce exactly,
+// errors included, to the reference path (see marshal.go).
 func MarshalObject(obj any) ([]byte, error) {
+	if b, err := marshalObjectFast(obj); err == nil {
+		return b, nil
+	}
+	return marshalObjectReference(obj)
+}
+
+// marshalObjectReference is the reference serialiser: the typed object to JSON, a JSON
+// map without creationTimestamp and an empty status, JSON again, and
+// sigs.k8s.io/yaml.JSONToYAML (go.yaml.in/yaml/v2 unmarshal and marshal).
+func marshalObjectReference(obj any) ([]byte, error) {
 	j, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err

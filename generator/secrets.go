@@ -140,7 +140,7 @@ func (r *render) cloudCredentials(ns string, m *v1alpha1.SecretMaterial) *corev1
 		"region_name":          region,
 		"verify":               r.cfg.Magnum.Drivers.VerifyCA,
 	}}}
-	doc, err := yaml.Marshal(clouds)
+	doc, err := marshalYAML(clouds, yaml.Marshal)
 	if err != nil {
 		panic("generator: clouds.yaml: " + err.Error())
 	}
