@@ -52,5 +52,5 @@ if [ ! -x "$cache/etcd" ]; then
 fi
 
 "$cache/kube-apiserver" --version >&2
-"$cache/etcd" --version 2>/dev/null | head -1 >&2
+"$cache/etcd" --version 2>/dev/null | sed -n 1p >&2  # sed reads all: head would SIGPIPE etcd, failing the script under pipefail
 echo "$cache"
