@@ -11,7 +11,7 @@ TESTBIN_DIR = $(shell hack/testbin.sh 2>/dev/null | tail -n 1)
 
 export GOTOOLCHAIN := local
 
-.PHONY: help build test test-unit test-driver testbin demo bench fuzz update-golden vet lint fmt clean
+.PHONY: help build test test-unit test-driver testbin flux e2e demo bench fuzz update-golden vet lint fmt clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,6 +27,12 @@ test-driver: build ## The Magnum driver shim's tests (Python, Magnum's own fixtu
 
 test-unit: ## Run the tests that need no API server
 	$(GO) test $(GOFLAGS) -count=1 $(PKGS)
+
+flux: ## Build or reuse Flux's source-, kustomize- and helm-controller (first build 15-35 min)
+	@hack/flux.sh | tail -n 1
+
+e2e: testbin flux ## End to end through the real Flux controllers (test/e2e)
+	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -count=1 -timeout 40m -v
 
 testbin: ## Build or reuse kube-apiserver and etcd for envtest
 	@hack/testbin.sh | tail -n 1

@@ -1,0 +1,32 @@
+//go:build e2e
+
+// Package e2e runs magnum-gitops end to end through the real Flux controllers: a real etcd
+// and kube-apiserver with the Flux, Cluster API, CAPO and addon CRDs, Flux's
+// source-, kustomize- and helm-controller as processes (built by hack/flux.sh), a Git
+// smart-HTTP server (git http-backend) and a Helm chart repository serving the
+// openstack-cluster chart packages, all on 127.0.0.1. Flux is pointed at the repository
+// with the manifests an operator applies (deploy/flux), and magnum-gitops commits the
+// events. The tests then assert what Flux made of each commit in the API server.
+//
+// Run:
+//
+//	KUBEBUILDER_ASSETS=$(hack/testbin.sh | tail -1) FLUX_BIN=$(hack/flux.sh | tail -1) \
+//	  go test -tags e2e ./test/e2e -count=1 -timeout 40m -v
+//
+// Without ../shared the tests skip; without the binaries they skip, or fail when CI is set.
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestMain removes the magnum-gitops binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildResult != "" {
+		os.RemoveAll(filepath.Dir(buildResult))
+	}
+	os.Exit(code)
+}

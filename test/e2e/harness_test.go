@@ -1,0 +1,948 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+	"github.com/go-logr/logr/funcr"
+	"helm.sh/helm/v3/pkg/repo"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+)
+
+// The Flux controllers hack/flux.sh builds; their CRDs are installed from the same modules.
+const (
+	sourceControllerVersion    = "v1.9.6"
+	kustomizeControllerVersion = "v1.9.5"
+	helmControllerVersion      = "v1.6.4"
+)
+
+// Names of the deploy/flux objects and of the Secrets the test creates for them.
+const (
+	fluxNamespace   = "flux-system"
+	sourceName      = "magnum-clusters" // GitRepository and Kustomization
+	gitSecretName   = "magnum-clusters-git"
+	ageSecretName   = "sops-age"
+	gitUser         = "magnum-gitops"
+	repoName        = "magnum-clusters.git"
+	fluxPath        = "clusters/magnum"
+	defaultWaitStep = 5 * time.Minute
+)
+
+var (
+	gvkGitRepository  = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
+	gvkHelmRepository = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "HelmRepository"}
+	gvkHelmChart      = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "HelmChart"}
+	gvkKustomization  = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+	gvkHelmRelease    = schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}
+)
+
+// binaries are the prebuilt pieces the harness runs.
+type binaries struct {
+	assets   string // kube-apiserver and etcd (KUBEBUILDER_ASSETS)
+	flux     string // the controllers and their CRDs (FLUX_BIN)
+	magnum   string // bin/magnum-gitops
+	shared   string // ../shared
+	gitHTTP  string // git-http-backend
+	fluxCRDs []string
+}
+
+func (b *binaries) controller(name, version string) string {
+	return filepath.Join(b.flux, name+"-"+version)
+}
+
+// unavailable skips the test, or fails it when CI is set: CI must run the end-to-end tests.
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is set and %s", msg)
+	}
+	t.Skipf("skipping: %s", msg)
+}
+
+var (
+	buildOnce   sync.Once
+	buildResult string
+	buildErr    error
+)
+
+// findBinaries locates everything the harness needs, building bin/magnum-gitops once per
+// test binary. It skips when ../shared is missing, and skips (fails under CI) when a
+// binary is missing.
+func findBinaries(t *testing.T) *binaries {
+	t.Helper()
+	shared, err := testenv.SharedDir()
+	if err != nil {
+		t.Skipf("skipping: ../shared (chart packages, CRDs) is missing beside the checkout: %v", err)
+	}
+	b := &binaries{shared: shared}
+
+	b.assets = os.Getenv("KUBEBUILDER_ASSETS")
+	if b.assets == "" {
+		b.assets = newestDir(filepath.Join(cacheHome(), "magnum-gitops", "testbin"))
+	}
+	for _, f := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(b.assets, f)); err != nil || b.assets == "" {
+			unavailable(t, "%s is missing (KUBEBUILDER_ASSETS=%q): run hack/testbin.sh", f, b.assets)
+		}
+	}
+
+	b.flux = os.Getenv("FLUX_BIN")
+	if b.flux == "" {
+		b.flux = filepath.Join(cacheHome(), "magnum-gitops", "flux")
+	}
+	for _, c := range [][2]string{{"source-controller", sourceControllerVersion},
+		{"kustomize-controller", kustomizeControllerVersion}, {"helm-controller", helmControllerVersion}} {
+		if _, err := os.Stat(b.controller(c[0], c[1])); err != nil {
+			unavailable(t, "%s %s is missing in FLUX_BIN=%q: run hack/flux.sh", c[0], c[1], b.flux)
+		}
+		dir := filepath.Join(b.flux, "crds", c[0]+"-"+c[1])
+		if m, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(m) == 0 {
+			unavailable(t, "the CRDs of %s %s are missing in %s: run hack/flux.sh", c[0], c[1], dir)
+		}
+		b.fluxCRDs = append(b.fluxCRDs, dir)
+	}
+
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		unavailable(t, "git is not installed")
+	}
+	out, err := exec.Command(gitPath, "--exec-path").Output()
+	if err != nil {
+		unavailable(t, "git --exec-path: %v", err)
+	}
+	b.gitHTTP = filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(b.gitHTTP); err != nil {
+		unavailable(t, "git-http-backend is missing: %v", err)
+	}
+
+	b.magnum = os.Getenv("MAGNUM_GITOPS_BIN")
+	if b.magnum == "" {
+		buildOnce.Do(func() {
+			dir, err := os.MkdirTemp("", "magnum-gitops-e2e-bin-")
+			if err != nil {
+				buildErr = err
+				return
+			}
+			buildResult = filepath.Join(dir, "magnum-gitops")
+			cmd := exec.Command("go", "build", "-o", buildResult, "./cmd/magnum-gitops")
+			cmd.Dir = testenv.RepoRoot()
+			cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build ./cmd/magnum-gitops: %v\n%s", err, out)
+			}
+		})
+		if buildErr != nil {
+			t.Fatal(buildErr)
+		}
+		b.magnum = buildResult
+	}
+	return b
+}
+
+func cacheHome() string {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return d
+	}
+	h, _ := os.UserHomeDir()
+	return filepath.Join(h, ".cache")
+}
+
+// newestDir is the last entry of dir in version order, or "".
+func newestDir(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Slice(names, func(i, j int) bool { return versionLess(names[i], names[j]) })
+	return filepath.Join(dir, names[len(names)-1])
+}
+
+func versionLess(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		var x, y int
+		_, ex := fmt.Sscanf(pa[i], "%d", &x)
+		_, ey := fmt.Sscanf(pb[i], "%d", &y)
+		if ex != nil || ey != nil {
+			if pa[i] != pb[i] {
+				return pa[i] < pb[i]
+			}
+			continue
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return len(pa) < len(pb)
+}
+
+// envtest and controller-runtime log through one global logger, into the current
+// harness's envtest.log.
+var (
+	setLoggerOnce sync.Once
+	envtestLog    atomic.Pointer[os.File]
+)
+
+// harness is one complete environment: API server, Flux, Git and chart servers.
+type harness struct {
+	t      *testing.T
+	bin    *binaries
+	work   string // removed at the end
+	logDir string // kept when the test fails
+	ctx    context.Context
+
+	env        *envtest.Environment
+	c          client.Client
+	kubeconfig string
+
+	gitURL      string
+	gitDir      string // the bare repository on disk
+	gitPassword string
+	gitRequests atomic.Int64
+
+	chartURL      string
+	chartRequests atomic.Int64
+
+	ageIdentity *age.X25519Identity
+	config      string // magnum-gitops --config
+
+	procs []*process
+	// requestReconcile annotates the GitRepository after every push.
+	requestReconcile bool
+}
+
+// newHarness starts everything and returns once Flux has applied the seed commit.
+func newHarness(t *testing.T, b *binaries, requestReconcile bool) *harness {
+	t.Helper()
+	h := &harness{t: t, bin: b, work: t.TempDir(), ctx: t.Context(), requestReconcile: requestReconcile}
+	var err error
+	h.logDir, err = os.MkdirTemp("", "magnum-gitops-e2e-logs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(h.logDir)
+		}
+	})
+	start := time.Now()
+	h.startAPIServer()
+	h.startGitServer()
+	h.startChartServer()
+	h.writeMagnumConfig()
+	h.startFlux()
+	// Registered last, so it runs first: while the API server and the controllers still run.
+	t.Cleanup(h.dumpOnFailure)
+	h.applyDeployManifests()
+	seed := h.headRevision()
+	h.waitApplied(seed, 3*time.Minute)
+	t.Logf("harness ready in %s (API server, Flux controllers, Git and chart servers; seed %s applied)",
+		time.Since(start).Round(time.Millisecond), seed[:12])
+	return h
+}
+
+// ---------------------------------------------------------------------------------------
+// API server
+
+func (h *harness) startAPIServer() {
+	t := h.t
+	crds, err := testenv.LoadCRDs()
+	if err != nil {
+		t.Fatalf("loading the CRDs: %v", err)
+	}
+	// Flux's CRDs come from the controllers that run here, not from go.mod's API modules.
+	kept := crds[:0]
+	for _, c := range crds {
+		if !strings.HasSuffix(c.Spec.Group, ".toolkit.fluxcd.io") {
+			kept = append(kept, c)
+		}
+	}
+	envtestLog.Store(h.logFile("envtest"))
+	setLoggerOnce.Do(func() {
+		ctrllog.SetLogger(funcr.New(func(prefix, args string) {
+			if f := envtestLog.Load(); f != nil {
+				fmt.Fprintln(f, time.Now().Format(time.RFC3339Nano), prefix, args)
+			}
+		}, funcr.Options{Verbosity: 1}))
+	})
+	apiLog := h.logFile("kube-apiserver")
+	etcdLog := h.logFile("etcd")
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: h.bin.assets,
+		CRDs:                  kept,
+		CRDDirectoryPaths:     h.bin.fluxCRDs,
+		ErrorIfCRDPathMissing: true,
+		// The machine is shared: allow a slow start rather than fail on load.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	api := env.ControlPlane.GetAPIServer()
+	// On loopback the endpoint reconciler cannot publish 127.0.0.1 for the kubernetes Service.
+	api.Configure().Set("endpoint-reconciler-type", "none")
+	// Explicit paths: envtest prefers KUBEBUILDER_ASSETS even when it is set but empty.
+	api.Path = filepath.Join(h.bin.assets, "kube-apiserver")
+	api.Out, api.Err = apiLog, apiLog
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(h.bin.assets, "etcd"), Out: etcdLog, Err: etcdLog}
+	cfg, err := env.Start()
+	if err != nil {
+		h.printLogs()
+		t.Fatalf("starting the API server: %v", err)
+	}
+	h.env = env
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Logf("stopping the API server: %v", err)
+		}
+	})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	// The chart writes v1beta1 Cluster API objects, which the API server answers with a
+	// deprecation warning on every read.
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
+	h.c, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := env.AddUser(envtest.User{Name: "flux-e2e", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := u.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.kubeconfig = filepath.Join(h.work, "kubeconfig")
+	if err := os.WriteFile(h.kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{fluxNamespace} {
+		if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// Git smart-HTTP server with basic auth, holding one bare repository
+
+func (h *harness) startGitServer() {
+	t := h.t
+	root := filepath.Join(h.work, "git")
+	h.gitDir = filepath.Join(root, repoName)
+	h.git("", "init", "-q", "--bare", "-b", "main", h.gitDir)
+	h.git(h.gitDir, "config", "http.receivepack", "true")
+	h.git(h.gitDir, "config", "core.logAllRefUpdates", "always")
+	// Seed main with a README and the (empty) Flux path, so that the Kustomization is Ready
+	// before the first event and each step measures one change.
+	seed := filepath.Join(h.work, "seed")
+	h.git("", "clone", "-q", h.gitDir, seed)
+	os.MkdirAll(filepath.Join(seed, fluxPath), 0o755)
+	os.WriteFile(filepath.Join(seed, "README.md"), []byte("# magnum clusters\n"), 0o644)
+	os.WriteFile(filepath.Join(seed, fluxPath, "README.md"), []byte("Written by magnum-gitops.\n"), 0o644)
+	h.git(seed, "add", ".")
+	h.git(seed, "commit", "-q", "-m", "initial")
+	h.git(seed, "push", "-q", "origin", "HEAD:main")
+
+	h.gitPassword = randomToken()
+	logf := h.logFile("git-http")
+	var logMu sync.Mutex
+	backend := &cgi.Handler{Path: h.bin.gitHTTP, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
+		Stderr: logf}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.gitRequests.Add(1)
+		u, p, ok := r.BasicAuth()
+		logMu.Lock()
+		fmt.Fprintf(logf, "%s %s %s?%s user=%q\n", time.Now().Format(time.RFC3339Nano), r.Method, r.URL.Path, r.URL.RawQuery, u)
+		logMu.Unlock()
+		if !ok || u != gitUser || p != h.gitPassword {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	})
+	h.gitURL = "http://" + h.serve("git", handler) + "/" + repoName
+	_ = t
+}
+
+// ---------------------------------------------------------------------------------------
+// Helm chart repository: the chart packages of ../shared with an index.yaml from Helm's SDK
+
+func (h *harness) startChartServer() {
+	t := h.t
+	dir := filepath.Join(h.work, "charts")
+	os.MkdirAll(dir, 0o755)
+	pkgs, _ := filepath.Glob(filepath.Join(h.bin.shared, "charts", "*.tgz"))
+	if len(pkgs) == 0 {
+		t.Fatalf("no chart packages in %s/charts", h.bin.shared)
+	}
+	for _, p := range pkgs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(p)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logf := h.logFile("chart-repo")
+	var logMu sync.Mutex
+	files := http.FileServer(http.Dir(dir))
+	addr := h.serve("charts", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.chartRequests.Add(1)
+		logMu.Lock()
+		fmt.Fprintf(logf, "%s %s %s\n", time.Now().Format(time.RFC3339Nano), r.Method, r.URL.Path)
+		logMu.Unlock()
+		files.ServeHTTP(w, r)
+	}))
+	h.chartURL = "http://" + addr
+	index, err := repo.IndexDirectory(dir, h.chartURL)
+	if err != nil {
+		t.Fatalf("indexing the charts: %v", err)
+	}
+	index.SortEntries()
+	if err := index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serve serves handler on a loopback port until the test ends and returns the address.
+func (h *harness) serve(name string, handler http.Handler) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // closed at cleanup
+	h.t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// ---------------------------------------------------------------------------------------
+// magnum-gitops configuration: Git with credentials from a file, SOPS for a fresh age key
+
+func (h *harness) writeMagnumConfig() {
+	t := h.t
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ageIdentity = id
+	pw := filepath.Join(h.work, "git-password")
+	digest := filepath.Join(h.work, "sops-digest.key")
+	if err := os.WriteFile(pw, []byte(h.gitPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(digest, []byte(randomToken()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{
+		"magnum": map[string]any{
+			"capi_helm": map[string]any{
+				"helm_chart_repo":            h.chartURL,
+				"default_helm_chart_version": "0.27.0",
+			},
+		},
+		"management_cluster": map[string]any{"capo_api_versions": []string{"v1beta1"}},
+		"flux":               map[string]any{"path": fluxPath},
+		"git": map[string]any{
+			"url":       h.gitURL,
+			"branch":    "main",
+			"cache_dir": filepath.Join(h.work, "magnum-gitops-cache"),
+			"author":    map[string]any{"name": "magnum-gitops e2e", "email": "e2e@magnum-gitops.invalid"},
+			"auth":      map[string]any{"username": gitUser, "password_file": pw},
+		},
+		"sops": map[string]any{
+			"age_recipients":  []string{id.Recipient().String()},
+			"digest_key_file": digest,
+		},
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.config = filepath.Join(h.work, "magnum-gitops.yaml")
+	if err := os.WriteFile(h.config, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// commitEvent hands one event to magnum-gitops and returns the commit that carries it.
+// It is the only place that knows how events reach magnum-gitops (today the CLI's apply;
+// swap it for a POST to `magnum-gitops serve`).
+func (h *harness) commitEvent(eventFile string) string {
+	t := h.t
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(h.ctx, h.bin.magnum, "apply", "-f", eventFile, "--config", h.config)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), "HOME="+h.work)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("magnum-gitops apply -f %s: %v\n%s%s", filepath.Base(eventFile), err, stdout.String(), stderr.String())
+	}
+	var sum struct {
+		Outcome  string `json:"outcome"`
+		Revision string `json:"revision"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatalf("magnum-gitops apply: reading its summary: %v\n%s", err, stdout.String())
+	}
+	if sum.Outcome != "committed" || len(sum.Revision) != 40 {
+		t.Fatalf("magnum-gitops apply -f %s: outcome %q revision %q, want a commit\n%s", filepath.Base(eventFile),
+			sum.Outcome, sum.Revision, stderr.String())
+	}
+	if head := h.headRevision(); head != sum.Revision {
+		t.Fatalf("the server's main is %s, magnum-gitops reported %s", head, sum.Revision)
+	}
+	return sum.Revision
+}
+
+// headRevision is main on the Git server.
+func (h *harness) headRevision() string {
+	return strings.TrimSpace(h.git(h.gitDir, "rev-parse", "refs/heads/main"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Flux controllers
+
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+func (h *harness) startFlux() {
+	t := h.t
+	storage := filepath.Join(h.work, "source-storage")
+	if err := os.MkdirAll(storage, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	storageAddr := freeAddr(t)
+	common := func() (metrics, health string, args []string) {
+		metrics, health = freeAddr(t), freeAddr(t)
+		return metrics, health, []string{"--metrics-addr=" + metrics, "--health-addr=" + health, "--log-level=debug",
+			"--log-encoding=console"}
+	}
+	type ctl struct {
+		name, version string
+		args          []string
+		health        string
+	}
+	var ctls []ctl
+	{
+		_, health, args := common()
+		ctls = append(ctls, ctl{"source-controller", sourceControllerVersion, append(args,
+			"--storage-path="+storage, "--storage-addr="+storageAddr, "--storage-adv-addr="+storageAddr,
+			"--requeue-dependency=5s"), health})
+	}
+	{
+		_, health, args := common()
+		ctls = append(ctls, ctl{"kustomize-controller", kustomizeControllerVersion, append(args,
+			"--requeue-dependency=5s"), health})
+	}
+	{
+		_, health, args := common()
+		ctls = append(ctls, ctl{"helm-controller", helmControllerVersion, append(args,
+			"--requeue-dependency=5s"), health})
+	}
+	env := append(os.Environ(), "KUBECONFIG="+h.kubeconfig, "RUNTIME_NAMESPACE="+fluxNamespace, "HOME="+h.work)
+	for _, c := range ctls {
+		p := h.startProcess(c.name, h.bin.controller(c.name, c.version), c.args, env)
+		h.waitHTTP(p, "http://"+c.health+"/readyz", time.Minute)
+	}
+}
+
+func (h *harness) startProcess(name, path string, args, env []string) *process {
+	t := h.t
+	logPath := filepath.Join(h.logDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = env
+	cmd.Dir = h.work
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	h.procs = append(h.procs, p)
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// waitHTTP waits for url to answer 200, failing early when the process exits.
+func (h *harness) waitHTTP(p *process, url string, timeout time.Duration) {
+	t := h.t
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	c := &http.Client{Timeout: 2 * time.Second}
+	for {
+		select {
+		case <-p.done:
+			h.printLogs()
+			t.Fatalf("%s exited before it was ready: %v", p.name, p.err)
+		default:
+		}
+		resp, err := c.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			h.printLogs()
+			t.Fatalf("%s not ready at %s after %s: %v", p.name, url, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// freeAddr returns a free loopback address.
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// ---------------------------------------------------------------------------------------
+// deploy/flux: the manifests an operator applies, with the test's URL
+
+func (h *harness) applyDeployManifests() {
+	t := h.t
+	ctx := h.ctx
+	// The Secrets the manifests reference: Git credentials and the age identity.
+	if err := h.c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: gitSecretName, Namespace: fluxNamespace},
+		StringData: map[string]string{"username": gitUser, "password": h.gitPassword},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: ageSecretName, Namespace: fluxNamespace},
+		StringData: map[string]string{"magnum-gitops.agekey": h.ageIdentity.String() + "\n"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "deploy", "flux", "*.yaml"))
+	var kinds []string
+	for _, f := range files {
+		for _, o := range readObjects(t, f) {
+			if o.GroupVersionKind() == gvkGitRepository {
+				if err := unstructured.SetNestedField(o.Object, h.gitURL, "spec", "url"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := h.c.Create(ctx, o); err != nil {
+				t.Fatalf("%s: creating %s %s: %v", filepath.Base(f), o.GetKind(), o.GetName(), err)
+			}
+			kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+		}
+	}
+	sort.Strings(kinds)
+	want := []string{"GitRepository/" + sourceName, "Kustomization/" + sourceName}
+	if strings.Join(kinds, ",") != strings.Join(want, ",") {
+		t.Fatalf("deploy/flux holds %v, want %v", kinds, want)
+	}
+}
+
+func readObjects(t testing.TB, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+}
+
+// requestReconcileNow asks source-controller to fetch the repository now, as a Flux
+// Receiver (or `flux reconcile source git`) does.
+func (h *harness) requestReconcileNow() {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`,
+		time.Now().Format(time.RFC3339Nano))
+	o := h.object(gvkGitRepository, fluxNamespace, sourceName)
+	if err := h.c.Patch(h.ctx, o, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		h.t.Fatalf("requesting a reconcile: %v", err)
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading the API server
+
+func (h *harness) object(gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetGroupVersionKind(gvk)
+	o.SetNamespace(ns)
+	o.SetName(name)
+	return o
+}
+
+// get reads an object; found is false when it does not exist.
+func (h *harness) get(gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, bool) {
+	h.t.Helper()
+	o := h.object(gvk, ns, name)
+	err := h.c.Get(h.ctx, client.ObjectKeyFromObject(o), o)
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		h.t.Fatalf("get %s %s/%s: %v", gvk.Kind, ns, name, err)
+	}
+	return o, true
+}
+
+func (h *harness) list(gvk schema.GroupVersionKind, ns string, opts ...client.ListOption) []unstructured.Unstructured {
+	h.t.Helper()
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := h.c.List(h.ctx, l, append(opts, client.InNamespace(ns))...); err != nil {
+		h.t.Fatalf("list %s in %s: %v", gvk.Kind, ns, err)
+	}
+	return l.Items
+}
+
+// condition returns a status condition of an object.
+func condition(o *unstructured.Unstructured, typ string) (status, reason, message string, observedGeneration int64) {
+	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != typ {
+			continue
+		}
+		status, _ = m["status"].(string)
+		reason, _ = m["reason"].(string)
+		message, _ = m["message"].(string)
+		switch g := m["observedGeneration"].(type) {
+		case int64:
+			observedGeneration = g
+		case float64:
+			observedGeneration = int64(g)
+		}
+	}
+	return status, reason, message, observedGeneration
+}
+
+// waitFor polls check until it reports done, and fails the test after timeout with the
+// last state it described. It returns when the condition was first seen.
+func (h *harness) waitFor(what string, timeout time.Duration, check func() (bool, string)) time.Time {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, state := check()
+		if ok {
+			return time.Now()
+		}
+		last = state
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, last)
+		}
+		select {
+		case <-h.ctx.Done():
+			h.t.Fatalf("waiting for %s: %v", what, h.ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitApplied waits for the Kustomization to have applied revision and returns when.
+func (h *harness) waitApplied(revision string, timeout time.Duration) time.Time {
+	h.t.Helper()
+	want := "main@sha1:" + revision
+	return h.waitFor("Kustomization "+sourceName+" to apply "+want, timeout, func() (bool, string) {
+		k, ok := h.get(gvkKustomization, fluxNamespace, sourceName)
+		if !ok {
+			return false, "no Kustomization"
+		}
+		applied, _, _ := unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
+		st, reason, msg, _ := condition(k, "Ready")
+		if applied == want {
+			if st != "True" {
+				h.t.Errorf("Kustomization applied %s but Ready=%s %s: %s", want, st, reason, msg)
+			}
+			return true, ""
+		}
+		return false, fmt.Sprintf("lastAppliedRevision=%s Ready=%s %s: %s", applied, st, reason, msg)
+	})
+}
+
+// ---------------------------------------------------------------------------------------
+// Logs and diagnostics
+
+func (h *harness) logFile(name string) *os.File {
+	f, err := os.Create(filepath.Join(h.logDir, name+".log"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// dumpOnFailure prints the Flux objects and every component's log when the test failed.
+func (h *harness) dumpOnFailure() {
+	if !h.t.Failed() {
+		return
+	}
+	var b strings.Builder
+	for _, gvk := range []schema.GroupVersionKind{gvkGitRepository, gvkKustomization, gvkHelmRepository, gvkHelmChart, gvkHelmRelease} {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := h.c.List(context.Background(), l); err != nil {
+			fmt.Fprintf(&b, "list %s: %v\n", gvk.Kind, err)
+			continue
+		}
+		for _, o := range l.Items {
+			st, _, _ := unstructured.NestedFieldNoCopy(o.Object, "status")
+			y, _ := yaml.Marshal(map[string]any{"generation": o.GetGeneration(), "status": st})
+			fmt.Fprintf(&b, "--- %s %s/%s\n%s", gvk.Kind, o.GetNamespace(), o.GetName(), y)
+		}
+	}
+	h.t.Logf("Flux objects at failure:\n%s", b.String())
+	h.printLogs()
+}
+
+// printLogs prints the end of every component's log; the full logs stay in logDir.
+func (h *harness) printLogs() {
+	files, _ := filepath.Glob(filepath.Join(h.logDir, "*.log"))
+	for _, f := range files {
+		h.t.Logf("==== %s (last 300 lines; full log kept in %s)\n%s", filepath.Base(f), f, tail(f, 300))
+	}
+	if h.gitDir != "" {
+		if out, err := exec.Command("git", "-C", h.gitDir, "log", "--format=%H %s", "-n", "20", "main").CombinedOutput(); err == nil {
+			h.t.Logf("==== git log of the repository\n%s", out)
+		}
+	}
+}
+
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var lines []string
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1024*1024), 16*1024*1024)
+	for s.Scan() {
+		lines = append(lines, s.Text())
+		if len(lines) > 4*n {
+			lines = lines[len(lines)-n:]
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ---------------------------------------------------------------------------------------
+// Small helpers
+
+func (h *harness) git(dir string, args ...string) string {
+	h.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@magnum-gitops.invalid",
+		"GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@magnum-gitops.invalid", "GIT_TERMINAL_PROMPT=0",
+		"GIT_CONFIG_NOSYSTEM=1", "HOME="+h.work)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		h.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
