@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"cmp"
 	"path"
 	"slices"
 	"sync"
@@ -97,19 +98,7 @@ func (c *Clusters) All() []ClusterRecord {
 	}
 	c.mu.RUnlock()
 	slices.SortFunc(out, func(a, b ClusterRecord) int {
-		if a.Namespace != b.Namespace {
-			if a.Namespace < b.Namespace {
-				return -1
-			}
-			return 1
-		}
-		if a.StackID < b.StackID {
-			return -1
-		}
-		if a.StackID > b.StackID {
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.StackID, b.StackID))
 	})
 	return out
 }

@@ -2,14 +2,9 @@ package reconciler
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"path"
 	"slices"
-	"strings"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -44,7 +39,11 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	if err != nil {
 		return nil, stepError("read", err)
 	}
-	if err := checkDowngrade(tree, dir, ev, res); err != nil {
+	dep, err := readDeployed(tree, dir)
+	if err != nil {
+		return nil, stepError("diff", err)
+	}
+	if err := checkDowngrade(dep, ev, res); err != nil {
 		return nil, stepError("diff", err)
 	}
 	existing := func(name string) ([]byte, bool) {
@@ -85,54 +84,15 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 			pl.Old[f] = have
 		}
 	}
-	old, err := previousValues(tree, dir)
-	if err != nil {
-		return nil, stepError("diff", err)
+	var old map[string]any
+	if dep != nil {
+		old = dep.values
 	}
 	// CommitChange gives the commit the whole desired state of the event's paths (not only
 	// the differences): gitrepo finds the no-op itself, and a path someone else changed to
 	// what we want is no conflict.
 	pl.Commit = CommitChange(ev, res, fs, old)
 	return pl, nil
-}
-
-// previousValues reads the chart values the tree holds for a cluster, from its HelmRelease
-// or Application; nil when there is none.
-func previousValues(tree Tree, dir string) (map[string]any, error) {
-	for _, f := range []string{generator.HelmReleaseFile, generator.ApplicationFile} {
-		b, ok, err := tree.ReadFile(path.Join(dir, f))
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		var doc struct {
-			Spec struct {
-				Values json.RawMessage `json:"values"`
-				Source struct {
-					Helm struct {
-						ValuesObject json.RawMessage `json:"valuesObject"`
-					} `json:"helm"`
-				} `json:"source"`
-			} `json:"spec"`
-		}
-		if err := yaml.Unmarshal(b, &doc); err != nil {
-			return nil, fmt.Errorf("%s/%s: %w", dir, f, err)
-		}
-		raw := doc.Spec.Values
-		if strings.TrimSpace(string(raw)) == "" {
-			raw = doc.Spec.Source.Helm.ValuesObject
-		}
-		var v map[string]any
-		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return nil, fmt.Errorf("%s/%s: %w", dir, f, err)
-			}
-		}
-		return v, nil
-	}
-	return nil, nil
 }
 
 // addRecord keeps the event's record beside the manifests, and removes it with them.

@@ -1,0 +1,67 @@
+package reconciler
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+)
+
+// deployed is what a cluster directory's HelmRelease (or Argo CD Application) holds: the
+// chart values and version the repository deploys today.
+type deployed struct {
+	values       map[string]any
+	chartVersion string
+}
+
+// readDeployed reads and parses a cluster directory's HelmRelease or Application once per
+// plan; nil when there is none.
+func readDeployed(tree Tree, dir string) (*deployed, error) {
+	for _, f := range []string{generator.HelmReleaseFile, generator.ApplicationFile} {
+		b, ok, err := tree.ReadFile(path.Join(dir, f))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		var doc struct {
+			Spec struct {
+				Values json.RawMessage `json:"values"`
+				Chart  struct {
+					Spec struct {
+						Version string `json:"version"`
+					} `json:"spec"`
+				} `json:"chart"`
+				Source struct {
+					TargetRevision string `json:"targetRevision"`
+					Helm           struct {
+						ValuesObject json.RawMessage `json:"valuesObject"`
+					} `json:"helm"`
+				} `json:"source"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", path.Join(dir, f), err)
+		}
+		d := &deployed{chartVersion: doc.Spec.Chart.Spec.Version}
+		if d.chartVersion == "" {
+			d.chartVersion = doc.Spec.Source.TargetRevision
+		}
+		raw := doc.Spec.Values
+		if strings.TrimSpace(string(raw)) == "" {
+			raw = doc.Spec.Source.Helm.ValuesObject
+		}
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &d.values); err != nil {
+				return nil, fmt.Errorf("%s: %w", path.Join(dir, f), err)
+			}
+		}
+		return d, nil
+	}
+	return nil, nil
+}
