@@ -17,6 +17,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
@@ -43,18 +44,34 @@ func committer(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink, string)
 	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", dir).CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
+	t.Cleanup(func() { leakcheck.Repo(t, dir) })
 	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: "file://" + dir,
 		Author: gitrepo.Signature{Name: "magnum-gitops", Email: "m@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := age.GenerateX25519Identity()
+	cfg := generator.DefaultConfig()
+	return &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t)}, &reconciler.GitSink{Repo: repo}, dir
+}
+
+// encrypting is the Secret policy of a real deployment: SOPS for a new age recipient.
+func encrypting(t testing.TB) reconciler.SecretPolicy {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return encryptingFor(t, id)
+}
+
+// encryptingFor encrypts for the recipient of id.
+func encryptingFor(t testing.TB, id *age.X25519Identity) reconciler.SecretPolicy {
+	t.Helper()
 	enc, err := sopsenc.New(sopsenc.Options{AgeRecipients: []string{id.Recipient().String()}, DigestKey: bytes.Repeat([]byte{1}, 32)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := generator.DefaultConfig()
-	return &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Encrypter: enc}}, &reconciler.GitSink{Repo: repo}, dir
+	return reconciler.SecretPolicy{Encrypter: enc}
 }
 
 func gitOut(t *testing.T, dir string, args ...string) string {

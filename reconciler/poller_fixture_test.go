@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
+	"github.com/getsops/sops/v3/decrypt"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"sigs.k8s.io/yaml"
@@ -27,6 +29,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
+	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv/keystone"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv/magnumstandin"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
@@ -59,7 +62,8 @@ type pollFixture struct {
 	repoURL   string
 	caFile    string
 	logs      *syncBuffer
-	secrets   []string // the secrets of every application credential made
+	age       *age.X25519Identity // the repository's SOPS recipient, the same across restarts
+	secrets   []string            // the secrets of every application credential made
 	secretsMu sync.Mutex
 	clock     int // seconds added to Magnum's updated_at on every change
 }
@@ -90,7 +94,12 @@ func newPollFixture(t *testing.T) *pollFixture {
 	glance := ks.StartGlance(t)
 	region := ks.NewRegion(t)
 	glance.Register(t, region)
-	f := &pollFixture{root: t, ks: ks, logs: &syncBuffer{}}
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &pollFixture{root: t, ks: ks, logs: &syncBuffer{}, age: id}
+	t.Cleanup(func() { leakcheck.Check(t, "the poller's log", []byte(f.logs.String())) })
 	var projectName string
 	f.project, projectName = ks.CreateProject(t)
 	user := ks.CreateUser(t, f.project, "member")
@@ -192,7 +201,7 @@ func (f *pollFixture) start(t *testing.T) *service {
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("loading the clusters from git: %v %v", err, bad)
 	}
-	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true},
+	p := &reconciler.Pipeline{Config: &cfg, Secrets: encryptingFor(t, f.age),
 		Resolvers: []reconciler.Resolver{openstack.NewResolver(f.cloud, openstack.ResolverOptions{}),
 			reconciler.CABundle{File: f.caFile}}}
 	if err := p.Validate(); err != nil {
@@ -265,6 +274,23 @@ func (f *pollFixture) commits(t *testing.T) []commit {
 }
 
 // show is a file at the remote's head ("" when absent).
+// decrypted is a SOPS file of main decrypted with the sops library Flux builds on, or ""
+// when the file is not there.
+func (f *pollFixture) decrypted(t *testing.T, path string) string {
+	t.Helper()
+	enc := f.show(t, path)
+	if enc == "" {
+		return ""
+	}
+	t.Setenv("SOPS_AGE_KEY", f.age.String())
+	t.Setenv("SOPS_AGE_KEY_FILE", "")
+	plain, err := decrypt.Data([]byte(enc), "yaml")
+	if err != nil {
+		t.Fatalf("decrypting %s: %v", path, err)
+	}
+	return string(plain)
+}
+
 func (f *pollFixture) show(t *testing.T, path string) string {
 	t.Helper()
 	dir := f.git.Dir("clusters.git")

@@ -68,7 +68,7 @@ func TestPollerScriptedSequence(t *testing.T) {
 			},
 			want: []string{"create_cluster", "create_cluster"}, groupReads: 2,
 			check: func(t *testing.T) {
-				creds := f.show(t, path.Join(dirA, "secret-cloud-credentials.yaml"))
+				creds := f.decrypted(t, path.Join(dirA, "secret-cloud-credentials.sops.yaml"))
 				if !strings.Contains(creds, "application_credential_id") || !strings.Contains(creds, f.ks.AuthURL) {
 					t.Errorf("cloud credentials of prod-a:\n%s", creds)
 				}
@@ -142,7 +142,7 @@ func TestPollerScriptedSequence(t *testing.T) {
 				if hr := f.show(t, path.Join(dirA, "helmrelease.yaml")); hr != "" {
 					t.Errorf("the deleted cluster's HelmRelease is still in Git:\n%s", hr)
 				}
-				if creds := f.show(t, path.Join(dirA, "secret-cloud-credentials.yaml")); creds == "" {
+				if creds := f.show(t, path.Join(dirA, "secret-cloud-credentials.sops.yaml")); creds == "" {
 					t.Error("the deleted cluster's credentials left Git before its CAPI Cluster is gone")
 				}
 			}},

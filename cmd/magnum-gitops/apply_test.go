@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 )
 
 // TestApplyCommitsToConfiguredRepository runs apply twice against a file:// remote: one
@@ -17,6 +19,7 @@ func TestApplyCommitsToConfiguredRepository(t *testing.T) {
 	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", remote).CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
+	t.Cleanup(func() { leakcheck.Repo(t, remote) })
 	doc, _ := os.ReadFile(cfg)
 	doc = append(doc, []byte("git:\n  url: file://"+remote+"\n  author: {name: Cloud Ops, email: ops@example.org}\n")...)
 	os.WriteFile(cfg, doc, 0o600)

@@ -14,12 +14,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 )
 
 var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
 
-// run executes the CLI in-process.
+// run executes the CLI in-process. Its output and error are scanned for secret values.
 func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	cmd := newRootCommand()
@@ -29,6 +30,12 @@ func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	err := cmd.Execute()
+	what := "magnum-gitops " + strings.Join(args, " ")
+	leakcheck.Check(t, what+" (stdout)", out.Bytes())
+	leakcheck.Check(t, what+" (stderr)", errOut.Bytes())
+	if err != nil {
+		leakcheck.Check(t, what+" (error)", []byte(err.Error()))
+	}
 	return out.String(), errOut.String(), err
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
+	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
@@ -44,7 +45,26 @@ func TestMain(m *testing.M) {
 type serveProcess struct {
 	cmd  *exec.Cmd
 	addr string
-	logs *bytes.Buffer
+	logs *lockedBuffer
+}
+
+// lockedBuffer collects a subprocess's stderr: exec's copying goroutine writes while the
+// test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
 
 func freeAddr(t *testing.T) string {
@@ -74,8 +94,9 @@ func startServeWith(t *testing.T, args []string) *serveProcess {
 	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "MAGNUM_GITOPS_RUN_MAIN=1")
-	p := &serveProcess{cmd: cmd, addr: addr, logs: &bytes.Buffer{}}
+	p := &serveProcess{cmd: cmd, addr: addr, logs: &lockedBuffer{}}
 	cmd.Stderr = p.logs
+	t.Cleanup(func() { leakcheck.Check(t, "serve's log", []byte(p.logs.String())) })
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 )
 
 // Server is a running Git smart-HTTP server.
@@ -21,6 +23,8 @@ type Server struct {
 }
 
 // Start serves the bare repositories under a new temporary directory until the test ends.
+// When the test ends, every object of every repository is scanned for the fixtures' secret
+// values (package leakcheck).
 // It skips the test when git is not installed (and fails it in CI, where it must be).
 func Start(t testing.TB) *Server {
 	t.Helper()
@@ -31,6 +35,8 @@ func Start(t testing.TB) *Server {
 		t.Skip("git is not installed")
 	}
 	s := &Server{t: t, Root: t.TempDir()}
+	// Registered after TempDir, so it runs before the repositories are removed.
+	t.Cleanup(func() { leakcheck.Repos(t, s.Root) })
 	backend := filepath.Join(strings.TrimSpace(s.Git("", "--exec-path")), "git-http-backend")
 	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + s.Root, "GIT_HTTP_EXPORT_ALL=1"}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -78,7 +78,7 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second) // sweeps while the Cluster is being deleted
 	files := func() string { return h.git.Git(h.git.Dir(h.repo), "ls-tree", "-r", "--name-only", "main") }
-	if !strings.Contains(files(), dir+"/secret-ca.yaml") {
+	if !strings.Contains(files(), dir+"/secret-ca.sops.yaml") {
 		t.Fatal("the Secrets left Git while the Cluster exists")
 	}
 	for _, name := range secretNames {

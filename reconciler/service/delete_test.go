@@ -54,7 +54,7 @@ func TestDeleteSecondPhase(t *testing.T) {
 	}
 	files := func() string { return h.git.Git(h.git.Dir(h.repo), "ls-tree", "-r", "--name-only", "main") }
 	time.Sleep(500 * time.Millisecond) // ten delete sweeps
-	if f := files(); strings.Contains(f, dir+"/helmrelease.yaml") || !strings.Contains(f, dir+"/secret-ca.yaml") {
+	if f := files(); strings.Contains(f, dir+"/helmrelease.yaml") || !strings.Contains(f, dir+"/secret-ca.sops.yaml") {
 		t.Fatalf("while the Cluster exists: want the HelmRelease gone and the Secrets kept:\n%s", f)
 	}
 	write("") // CAPI finished: the Cluster is gone

@@ -23,6 +23,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
+	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
@@ -63,6 +64,7 @@ func (s *syncBuffer) String() string {
 func start(t *testing.T, mutate func(*service.Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, git: gitserver.Start(t), logs: &syncBuffer{}}
+	t.Cleanup(func() { leakcheck.Check(t, "the service's log", []byte(h.logs.String())) })
 	h.repo = "clusters.git"
 	url := h.git.Init(h.repo)
 	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: url,
@@ -77,7 +79,7 @@ func start(t *testing.T, mutate func(*service.Options)) *harness {
 	}
 	ready := make(chan string, 1)
 	o := service.Options{
-		Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}},
+		Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t)},
 		Sink:     &reconciler.GitSink{Repo: repo}, Listen: "127.0.0.1:0",
 		Tokens: httpapi.Tokens{[]byte(token)}, Status: objectsFile(h.objects), DeleteInterval: 50 * time.Millisecond,
 		Log: slog.New(slog.NewJSONHandler(h.logs, nil)), Ready: ready,
@@ -206,7 +208,7 @@ func TestEventsInOrderMatchApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
-	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+	p := &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t)}
 	sink := &reconciler.GitSink{Repo: repo}
 	for _, n := range names {
 		ev, err := reconciler.Decode(fixture(t, n))
@@ -217,22 +219,14 @@ func TestEventsInOrderMatchApply(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tree := func(name string) string {
-		return strings.TrimSpace(h.git.Git(h.git.Dir(name), "rev-parse", "main^{tree}"))
-	}
-	if a, b := tree(h.repo), tree("apply.git"); a != b {
-		t.Errorf("serve's tree %s differs from apply's %s", a, b)
-	}
+	sameFiles(t, h.git, h.repo, "apply.git")
 	if n := strings.TrimSpace(h.git.Git(h.git.Dir(h.repo), "rev-list", "--count", "main")); n != strings.TrimSpace(h.git.Git(h.git.Dir("apply.git"), "rev-list", "--count", "main")) {
 		t.Errorf("serve made %s commits, apply a different number", n)
 	}
 	// No secret marker of the fixtures in any log line or commit message.
 	messages := h.git.Git(h.git.Dir(h.repo), "log", "--format=%B", "main")
-	for what, text := range map[string]string{"logs": h.logs.String(), "commit messages": messages} {
-		if strings.Contains(text, "NOT-REAL") || strings.Contains(text, "PRIVATE KEY") {
-			t.Errorf("a secret marker is in the %s", what)
-		}
-	}
+	leakcheck.Check(t, "serve's log", []byte(h.logs.String()))
+	leakcheck.Check(t, "the commit messages", []byte(messages))
 	h.git.Fsck(h.repo)
 }
 
