@@ -62,7 +62,8 @@ func TestBadInput(t *testing.T) {
 		{"autoscaling max below min", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.Cluster.Labels = v1alpha1.Labels{"auto_scaling_enabled": "true", "min_node_count": "2", "max_node_count": "1"}
 		}, "nodegroups[1].max_node_count", "Max node count must be greater than or equal to min node count"},
-		{"autoscaling min 0", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+		{"autoscaling min 0 on a chart before scale-from-zero", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.ClusterTemplate.Labels["capi_helm_chart_version"] = "0.24.1"
 			ev.Cluster.Labels = v1alpha1.Labels{"auto_scaling_enabled": "true"}
 			ev.NodeGroups = append(ev.NodeGroups, v1alpha1.NodeGroup{Name: "extra", FlavorID: "m1.medium", NodeCount: 2,
 				MinNodeCount: intp(0), MaxNodeCount: intp(4)})

@@ -26,6 +26,10 @@ type Config struct {
 	ValuesOverlay map[string]any `json:"values_overlay,omitempty"`
 	// ManagementCluster says what the management cluster serves.
 	ManagementCluster ManagementClusterConfig `json:"management_cluster,omitempty"`
+	// Features holds the site defaults of the feature labels (OIDC, placement, …).
+	Features FeaturesConfig `json:"features,omitempty"`
+	// Registries are the site's container registry mirrors, CAs and credentials.
+	Registries RegistriesConfig `json:"registries,omitempty"`
 }
 
 // MagnumConfig mirrors the magnum.conf sections the driver reads.
@@ -290,6 +294,8 @@ func (c *Config) Validate() error {
 			p.add("argo.destination_server", "must be an https:// URL, got %q", c.Argo.DestinationServer)
 		}
 	}
+	c.Features.validate(&p)
+	c.Registries.validate(&p, c.Format)
 	slices.SortFunc(p.list, func(a, b *v1alpha1.FieldError) int { return strings.Compare(a.Field, b.Field) })
 	return p.err()
 }

@@ -120,6 +120,8 @@ func (r *render) helmRelease(ns string, values map[string]any, src Object) *helm
 			Uninstall:      &helmv2.Uninstall{Timeout: dur(f.UninstallTimeout)},
 			DriftDetection: &helmv2.DriftDetection{Mode: helmv2.DriftDetectionMode(f.DriftDetection)},
 			Values:         &apiextensionsv1.JSON{Raw: raw},
+			ValuesFrom:     r.valuesFrom(ns),
+			PostRenderers:  r.postRenderers(),
 		},
 	}
 	ref := helmv2.CrossNamespaceObjectReference{

@@ -143,8 +143,8 @@ func (r *render) nodeGroups(groups []group) []any {
 		if autoscaling {
 			lo, hi := r.nodeCounts(g)
 			switch {
-			case lo < 1:
-				r.p.add(g.field+".min_node_count", "Min node count must be greater than or equal to 1 for all node groups. (got %d)", lo)
+			case lo < 1 && !r.allowScaleFromZero(lo):
+				r.p.add(g.field+".min_node_count", "Min node count must be greater than or equal to 1 for all node groups. (got %d)%s", lo, r.scaleFromZeroHint(lo))
 			case lo > g.NodeCount:
 				r.p.add(g.field+".min_node_count", "Min node count must be less than or equal to current node count (%d > %d)", lo, g.NodeCount)
 			case hi < lo:
@@ -155,6 +155,9 @@ func (r *render) nodeGroups(groups []group) []any {
 				entry["machineCountMin"] = lo
 				entry["machineCountMax"] = hi
 				autoscaled = true
+				if lo == 0 {
+					r.zeroGroups = append(r.zeroGroups, zeroGroup{group: g, name: name})
+				}
 			}
 		}
 		out = append(out, entry)

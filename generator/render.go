@@ -94,7 +94,7 @@ func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
 			res.Objects.Source = r.source()
 			res.Objects.HelmRelease = r.helmRelease(res.Namespace, res.Values, res.Objects.Source)
 		}
-		res.Objects.Secrets = r.secrets(res.Namespace)
+		res.Objects.Secrets = append(r.secrets(res.Namespace), r.registrySecret(res.Namespace)...)
 	}
 	if err := r.p.err(); err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
+
+	"github.com/fluxcd/pkg/apis/kustomize"
 )
 
 var (
@@ -27,6 +29,10 @@ type render struct {
 	release string
 	p       problems
 	devs    []Deviation
+	// patches are the HelmRelease post-renderer patches the features need.
+	patches []kustomize.Patch
+	// zeroGroups are the autoscaled node groups that may scale from zero.
+	zeroGroups []zeroGroup
 }
 
 // Deviation records a place where the output differs on purpose from what magnum-capi-helm
@@ -118,11 +124,13 @@ func (r *render) values(groups []group) map[string]any {
 	r.keystoneAuth(v)
 	r.allowedCIDRs(v)
 	r.cni(v)
+	r.features(v, groups)
 
 	if len(r.cfg.ValuesOverlay) > 0 {
 		v = mergeOverlay(v, r.cfg.ValuesOverlay)
 		r.checkOverlayCIDRs(v)
 	}
+	r.checkNodeGroupSkew(v)
 	return v
 }
 

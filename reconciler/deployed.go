@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
@@ -64,4 +65,23 @@ func readDeployed(tree Tree, dir string) (*deployed, error) {
 		return d, nil
 	}
 	return nil, nil
+}
+
+// upgradeState is what the generator's upgrade rules compare a render with: the chart
+// version and the values (kubernetesVersion and any per-group override) deployed today.
+func (d *deployed) upgradeState() *generator.Deployed {
+	if d == nil {
+		return nil
+	}
+	return &generator.Deployed{ChartVersion: d.chartVersion, Values: d.values}
+}
+
+// checkUpgrade refuses a render that skips a Kubernetes minor version or moves Kubernetes
+// backwards, compared with the HelmRelease the repository holds: generator.CheckUpgrade, fed the deployed state the
+// same way checkDowngrade is. Plan calls it right after checkDowngrade.
+func checkUpgrade(dep *deployed, ev *v1alpha1.ClusterEvent, res *generator.Result) error {
+	if err := generator.CheckUpgrade(ev, res, dep.upgradeState()); err != nil {
+		return &Error{Kind: KindInvalid, Step: "diff", Err: err}
+	}
+	return nil
 }

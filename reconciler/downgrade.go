@@ -10,11 +10,11 @@ import (
 )
 
 // checkDowngrade refuses to move a cluster to an older chart than the one its HelmRelease
-// (or Application) in the repository holds, unless the event is an upgrade_cluster, the
-// one operation that chooses a chart on purpose. Adopting a cluster the driver installed
-// with a newer chart must never silently roll it back.
+// (or Application) in the repository holds, whatever the operation: Helm would roll the
+// CAPI objects back to a chart that may not know the fields the newer one set, and adopting
+// a cluster the driver installed with a newer chart must never silently roll it back.
 func checkDowngrade(dep *deployed, ev *v1alpha1.ClusterEvent, res *generator.Result) error {
-	if ev.Operation == v1alpha1.UpgradeCluster || ev.Operation == v1alpha1.DeleteCluster || res.Chart.Version == "" {
+	if ev.Operation == v1alpha1.DeleteCluster || res.Chart.Version == "" {
 		return nil
 	}
 	if dep == nil || dep.chartVersion == "" {

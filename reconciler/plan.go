@@ -46,6 +46,9 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	if err := checkDowngrade(dep, ev, res); err != nil {
 		return nil, stepError("diff", err)
 	}
+	if err := checkUpgrade(dep, ev, res); err != nil {
+		return nil, stepError("diff", err)
+	}
 	existing := func(name string) ([]byte, bool) {
 		b, ok, err := tree.ReadFile(path.Join(dir, name))
 		return b, ok && err == nil

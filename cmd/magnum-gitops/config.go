@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -54,6 +55,9 @@ func loadConfig(path string) (*fileConfig, error) {
 				return nil, fmt.Errorf("config %s: %w", path, err)
 			}
 		}
+	}
+	if err := loadRegistryFiles(&cfg.Registries, filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if err := cfg.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s:\n%w", path, err)
