@@ -44,10 +44,12 @@ func ValidPath(p string) error {
 		case c == '\\':
 			// A directory separator on Windows: "a\.git" would be a/.git there.
 			return bad("contains a backslash")
+		case strings.IndexByte(windowsReserved, c) >= 0:
+			// Git for Windows refuses these on checkout; ':' also opens an NTFS stream
+			// ("x:y" in any segment, a drive letter at the start). Refusing them in every
+			// segment keeps a path and each of its tree entry names judged alike.
+			return bad(fmt.Sprintf("contains %q, which Windows checkouts refuse", c))
 		}
-	}
-	if len(p) >= 2 && p[1] == ':' && isASCIILetter(p[0]) {
-		return bad("starts with a drive letter")
 	}
 	for _, seg := range strings.Split(p, "/") {
 		switch {
@@ -87,18 +89,32 @@ func nameless(seg string) bool {
 	return strings.TrimFunc(seg, func(r rune) bool { return r == ' ' || r == '.' || hfsIgnorable(r) }) == ""
 }
 
-func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+// windowsReserved are the characters Git for Windows refuses in a path (besides '\\').
+const windowsReserved = `:<>"|?*`
 
-// isDotGit reports whether a segment names the repository directory on NTFS or HFS+.
+// isDotGit reports whether a segment names the repository directory on NTFS or HFS+, or
+// on both rules at once (HFS+'s ignored code points removed, then NTFS's): stricter than
+// Git, which checks each file system alone, because nothing we write needs such a name.
 func isDotGit(seg string) bool {
-	return isNTFSDotGit(seg) || isHFSDot(seg, "git")
+	return isNTFSDotGit(seg) || isHFSDot(seg, "git") || isNTFSDotGit(withoutHFSIgnorable(seg))
 }
 
 // isGitMetaFile reports whether a segment names .gitmodules or .gitattributes on NTFS or
 // HFS+ (Git refuses them as symlinks; a generated tree has no business writing either).
 func isGitMetaFile(seg string) bool {
-	return isNTFSDot(seg, "gitmodules", "gi7eba") || isHFSDot(seg, "gitmodules") ||
-		isNTFSDot(seg, "gitattributes", "gi7d29") || isHFSDot(seg, "gitattributes")
+	plain := withoutHFSIgnorable(seg)
+	return isNTFSDot(seg, "gitmodules", "gi7eba") || isHFSDot(seg, "gitmodules") || isNTFSDot(plain, "gitmodules", "gi7eba") ||
+		isNTFSDot(seg, "gitattributes", "gi7d29") || isHFSDot(seg, "gitattributes") || isNTFSDot(plain, "gitattributes", "gi7d29")
+}
+
+// withoutHFSIgnorable drops the code points HFS+ ignores.
+func withoutHFSIgnorable(seg string) string {
+	return strings.Map(func(r rune) rune {
+		if hfsIgnorable(r) {
+			return -1
+		}
+		return r
+	}, seg)
 }
 
 // isNTFSDotGit: ".git" or its 8.3 short name "git~1", case-insensitive, followed only by

@@ -10,7 +10,8 @@ import (
 
 // TestValidPath: every spelling of .git, .gitmodules and .gitattributes that some
 // checkout (case-insensitive, NTFS, HFS+) resolves to the real thing is refused, in any
-// segment; ordinary paths, including near misses, are accepted.
+// segment, and so are the characters Git for Windows refuses; ordinary paths, including
+// near misses, are accepted.
 func TestValidPath(t *testing.T) {
 	t.Parallel()
 	refused := []string{
@@ -24,7 +25,8 @@ func TestValidPath(t *testing.T) {
 		".gitm\u200codules", ".gitmodules\u200c",
 		".gitattributes", ".GitAttributes", "a/b/.gitattributes", ".gitattributes .", "gitatt~1", "gi7d29~1",
 		".gitattr\u200dibutes",
-		"a\\.git", "a\\b", "c:/x", "C:x", "a\x00b", "a\nb", "a\x7fb", "a\tb",
+		"a\\.git", "a\\b", "c:/x", "C:x", "ab:c", "a/x::t /x", "a/b?", "a<b", "a>b", "a|b", "a*b", "a\"b",
+		".g\u200cit::", ".g\u200cit .", ".gitm\u200codules::$DATA", "a\x00b", "a\nb", "a\x7fb", "a\tb",
 		"a/\xff\xfe", " ", ":", "a/ :x", "\u200c ", ".\u200c.", "a/.../b", "a/. ./b", "...", strings.Repeat("a", 256), strings.Repeat("a/", 2100) + "a",
 	}
 	for _, p := range refused {
@@ -37,7 +39,7 @@ func TestValidPath(t *testing.T) {
 		"clusters/magnum/magnum-p1/namespace.yaml",
 		"a", "a.git", "git", ".gitignore", ".github/workflows/ci.yaml", ".gits", ".git-credentials-not",
 		"git~5", "git~1x", "gitmod~5", "gi7eba~0", "gitmodules", "x.gitmodules", ".gitmodule",
-		".g\u200cx", "caf\u00e9/na\u00efve.yaml", "a b/c d", "ab:c", ".a", "a.", "-a", strings.Repeat("a", 255),
+		".g\u200cx", "caf\u00e9/na\u00efve.yaml", "a b/c d", ".a", "a.", "-a", strings.Repeat("a", 255),
 	}
 	for _, p := range accepted {
 		if err := gitrepo.ValidPath(p); err != nil {
