@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -20,6 +21,9 @@ type Result struct {
 	Attempts int
 	// PullRequestURL is set when a pull request was opened for a review branch.
 	PullRequestURL string
+	// Build is the time spent building the commits (the builders' own work included) and
+	// Push the time spent pushing, over all attempts; in a group, both are the group's.
+	Build, Push time.Duration
 }
 
 // Apply commits changes as one commit and pushes it. Several changes are batched into a
@@ -89,7 +93,7 @@ func (r *Repo) ApplyBuilder(ctx context.Context, b Builder) (*Result, error) {
 	}
 	j := &job{build: b, pre: &c, preBase: mainHead}
 	res := &Result{Branch: tg.branch}
-	res.Attempts, err = r.run(ctx, tg, []*job{j}, accept)
+	res.Attempts, err = r.run(ctx, tg, []*job{j}, accept, res)
 	if err != nil {
 		return res, err
 	}

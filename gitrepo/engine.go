@@ -41,8 +41,9 @@ type job struct {
 // run commits the jobs as a chain on tg.branch and pushes the chain at once. When the
 // remote moved it fetches, rebuilds the chain on the new head, and pushes again, with
 // backoff, up to Options.MaxAttempts. accept vets every built change. The error is for
-// the whole chain; a job's own failure is in its err. Callers hold mu.
-func (r *Repo) run(ctx context.Context, tg target, jobs []*job, accept func(*Change) error) (attempts int, err error) {
+// the whole chain; a job's own failure is in its err. The time spent building and
+// pushing is added to timing's Build and Push. Callers hold mu.
+func (r *Repo) run(ctx context.Context, tg target, jobs []*job, accept func(*Change) error, timing *Result) (attempts int, err error) {
 	var first plumbing.Hash
 	if err := r.locked(func() (err error) { first, err = r.base(tg); return err }); err != nil {
 		return 0, &localError{err}
@@ -66,7 +67,9 @@ func (r *Repo) run(ctx context.Context, tg target, jobs []*job, accept func(*Cha
 			base = next
 		}
 		attempts++
+		t0 := time.Now()
 		tip, objects, err := r.buildChain(ctx, tg, first, base, jobs, accept)
+		timing.Build += time.Since(t0)
 		if err != nil {
 			if err := r.recoverLocal(ctx, err, &healed); err != nil {
 				return attempts, err
@@ -79,7 +82,9 @@ func (r *Repo) run(ctx context.Context, tg target, jobs []*job, accept func(*Cha
 		}
 		var remoteHead plumbing.Hash
 		_ = r.locked(func() error { remoteHead, _ = r.head(tg.branch); return nil })
+		t0 = time.Now()
 		err = r.push(ctx, plumbing.NewBranchReferenceName(tg.branch), remoteHead, tip, objects)
+		timing.Push += time.Since(t0)
 		if err == nil {
 			_ = r.locked(func() error {
 				// The push landed; a clone that cannot record it is healed by the next writer.

@@ -44,13 +44,14 @@ func (r *Repo) ApplyGroup(ctx context.Context, builders []Builder) ([]GroupResul
 	if err := r.healIfDamaged(ctx); err != nil {
 		return nil, err
 	}
-	attempts, err := r.run(ctx, target{branch: r.opts.Branch}, jobs, accept)
+	var timing Result
+	attempts, err := r.run(ctx, target{branch: r.opts.Branch}, jobs, accept, &timing)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]GroupResult, len(jobs))
 	for i, j := range jobs {
-		out[i] = GroupResult{Result: Result{Branch: r.opts.Branch, Attempts: attempts}, Err: j.err}
+		out[i] = GroupResult{Result: Result{Branch: r.opts.Branch, Attempts: attempts, Build: timing.Build, Push: timing.Push}, Err: j.err}
 		if j.err == nil {
 			out[i].Commit, out[i].NoOp = j.commit, j.commit == plumbing.ZeroHash
 		}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
@@ -39,6 +40,14 @@ type Outcome struct {
 	Attempts int
 	// PullRequestURL is set when a review branch got a pull request.
 	PullRequestURL string
+	// Timings are the steps' durations, for metrics.
+	Timings Timings
+}
+
+// Timings are how long an event spent in each step. Commit (building the commits, plans
+// included) and Push are its group's when events are committed together.
+type Timings struct {
+	Render, Commit, Push time.Duration
 }
 
 // NoOp reports whether the repository already held the change.
@@ -48,11 +57,12 @@ func (o *Outcome) NoOp() bool { return o.Commit == "" }
 // plan is made again on the new head, so a Secret whose plaintext another writer already
 // committed keeps that writer's ciphertext and identical intent never conflicts.
 func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEvent) (*Outcome, error) {
+	t0 := time.Now()
 	res, err := p.Render(ctx, ev)
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{}
+	out := &Outcome{Timings: Timings{Render: time.Since(t0)}}
 	var branch string
 	if s.ReviewBranch != "" {
 		if branch, err = s.reviewBranch(ev, res.ReleaseName); err != nil {
@@ -94,6 +104,7 @@ func (o *Outcome) setResult(gr *gitrepo.Result) {
 		o.Commit = gr.Commit.String()
 	}
 	o.Branch, o.Attempts, o.PullRequestURL = gr.Branch, gr.Attempts, gr.PullRequestURL
+	o.Timings.Commit, o.Timings.Push = gr.Build, gr.Push
 }
 
 // ApplyGroup runs the pipeline for several events and commits them in order, one commit
@@ -107,7 +118,9 @@ func (s *GitSink) ApplyGroup(ctx context.Context, p *Pipeline, events []*v1alpha
 	var index []int
 	for i, ev := range events {
 		outs[i] = &Outcome{}
+		t0 := time.Now()
 		res, err := p.Render(ctx, ev)
+		outs[i].Timings.Render = time.Since(t0)
 		if err != nil {
 			errs[i] = err
 			continue

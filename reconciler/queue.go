@@ -177,6 +177,8 @@ func (q *Queue) early(s *submission, digests map[string]string) (Summary, bool) 
 		if sum, ok, err := q.Ledger.Lookup(s.ev.ID, s.digest); err != nil {
 			return Summarize(s.ev, nil, err), true
 		} else if ok {
+			// The answer of the first time, marked: nothing was done now.
+			sum.Replayed, sum.Timings = true, Timings{}
 			return sum, true
 		}
 	}

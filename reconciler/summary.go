@@ -19,18 +19,22 @@ type Summary struct {
 	// Outcome is "committed", "unchanged", or the Kind of the failure.
 	Outcome string `json:"outcome"`
 	// Revision is the commit that carries the event; empty when nothing changed.
-	Revision       string `json:"revision,omitempty"`
-	NoOp           bool   `json:"no_op"`
-	Branch         string `json:"branch,omitempty"`
-	Attempts       int    `json:"attempts,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	NoOp     bool   `json:"no_op"`
+	Branch   string `json:"branch,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+	// Replayed is set when the event id was already carried by Revision: a retry.
+	Replayed       bool   `json:"replayed,omitempty"`
 	PullRequestURL string `json:"pull_request,omitempty"`
 	// Paths are the changed paths, or the conflicting ones.
 	Paths []string `json:"paths,omitempty"`
 	// Error and Fields explain a failure; Fields name each bad input field.
 	Error  string                 `json:"error,omitempty"`
 	Fields []*v1alpha1.FieldError `json:"fields,omitempty"`
-	kind   Kind
-	err    error
+	// Timings are the steps' durations (metrics only).
+	Timings Timings `json:"-"`
+	kind    Kind
+	err     error
 }
 
 // Outcome names of a success.
@@ -69,6 +73,7 @@ func Summarize(ev *v1alpha1.ClusterEvent, o *Outcome, err error) Summary {
 		return s
 	}
 	s.Revision, s.Branch, s.Attempts, s.PullRequestURL = o.Commit, o.Branch, o.Attempts, o.PullRequestURL
+	s.Timings = o.Timings
 	s.NoOp = o.NoOp()
 	s.Outcome = OutcomeCommitted
 	if s.NoOp {

@@ -17,6 +17,7 @@ type metrics struct {
 	conflicts   prometheus.Counter
 	groupSize   prometheus.Histogram
 	latency     prometheus.Histogram
+	steps       *prometheus.HistogramVec
 	resync      prometheus.Histogram
 	leader      prometheus.Gauge
 	deletes     prometheus.Counter
@@ -26,7 +27,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "magnum_gitops_events_total",
-			Help: "Events answered, by operation and outcome."}, []string{"operation", "outcome"}),
+			Help: "Events answered, by operation and outcome (replayed: a retried event id)."}, []string{"operation", "outcome"}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_commits_total",
 			Help: "Commits pushed for events."}),
 		pushRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_push_retries_total",
@@ -37,6 +38,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Events per group commit.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200}}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_event_duration_seconds",
 			Help: "From an event's arrival to its answer (pushed).", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "magnum_gitops_step_duration_seconds",
+			Help:    "Per event: its render, and its group's commit building (plans included) and push.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}, []string{"step"}),
 		resync: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_resync_duration_seconds",
 			Help: "Duration of a resync of every cluster.", Buckets: prometheus.ExponentialBuckets(0.1, 2, 10)}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "magnum_gitops_leader",
@@ -46,12 +50,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		health: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "magnum_gitops_health_reports_total",
 			Help: "Health PATCHes to Magnum, by result."}, []string{"result"}),
 	}
-	reg.MustRegister(m.events, m.commits, m.pushRetries, m.conflicts, m.groupSize, m.latency, m.resync, m.leader, m.deletes, m.health)
+	reg.MustRegister(m.events, m.commits, m.pushRetries, m.conflicts, m.groupSize, m.latency, m.steps, m.resync, m.leader, m.deletes, m.health)
 	return m
 }
 
 // observe records one answered event.
 func (m *metrics) observe(s reconciler.Summary, group int, took time.Duration) {
+	if s.Replayed {
+		// A retry answered from the ledger: its commit was counted the first time.
+		m.events.WithLabelValues(string(s.Operation), "replayed").Inc()
+		m.latency.Observe(took.Seconds())
+		return
+	}
 	m.events.WithLabelValues(string(s.Operation), s.Outcome).Inc()
 	if s.Outcome == reconciler.OutcomeCommitted {
 		m.commits.Inc()
@@ -64,4 +74,13 @@ func (m *metrics) observe(s reconciler.Summary, group int, took time.Duration) {
 	}
 	m.groupSize.Observe(float64(group))
 	m.latency.Observe(took.Seconds())
+	if t := s.Timings; t.Render > 0 {
+		m.steps.WithLabelValues("render").Observe(t.Render.Seconds())
+		if t.Commit > 0 {
+			m.steps.WithLabelValues("commit").Observe(t.Commit.Seconds())
+		}
+		if t.Push > 0 {
+			m.steps.WithLabelValues("push").Observe(t.Push.Seconds())
+		}
+	}
 }
