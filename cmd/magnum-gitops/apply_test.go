@@ -49,3 +49,48 @@ func TestApplyCommitsToConfiguredRepository(t *testing.T) {
 		t.Errorf("missing git.url: %v", err)
 	}
 }
+
+// TestResyncCommand: resync --dry-run prints what a new rendering would change and commits
+// nothing; resync then commits it; a second resync finds nothing.
+func TestResyncCommand(t *testing.T) {
+	cfg, _ := sopsConfigFile(t)
+	remote := filepath.Join(t.TempDir(), "clusters.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", remote).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	t.Cleanup(func() { leakcheck.Repo(t, remote) })
+	base, _ := os.ReadFile(cfg)
+	gitSection := "git:\n  url: file://" + remote + "\n  author: {name: Cloud Ops, email: ops@example.org}\n"
+	os.WriteFile(cfg, append(base, gitSection...), 0o600)
+	if _, _, err := run(t, "", "apply", "-f", fixture, "--config", cfg); err != nil {
+		t.Fatal(err)
+	}
+	head := func() string {
+		out, _ := exec.Command("git", "-C", remote, "rev-parse", "main").CombinedOutput()
+		return strings.TrimSpace(string(out))
+	}
+	before := head()
+	out, stderr, err := run(t, "", "resync", "--config", cfg, "--dry-run")
+	if err != nil || out != "" || !strings.Contains(stderr, "0 clusters would change") {
+		t.Fatalf("unchanged: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+	// The same repository seen by a magnum-gitops whose rendering differs.
+	os.WriteFile(cfg, append(append(base, gitSection...), "flux:\n  timeout: 7m\n"...), 0o600)
+	out, stderr, err = run(t, "", "resync", "--config", cfg, "--dry-run")
+	if err != nil || !strings.Contains(out, "# magnum-gitops: resync cluster prod-a") || !strings.Contains(out, "+  timeout: 7m0s") ||
+		!strings.Contains(stderr, "1 clusters would change") {
+		t.Fatalf("dry run: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+	if head() != before {
+		t.Fatal("--dry-run committed")
+	}
+	if _, stderr, err = run(t, "", "resync", "--config", cfg); err != nil || !strings.Contains(stderr, "1 clusters changed") {
+		t.Fatalf("resync: %v\n%s", err, stderr)
+	}
+	if head() == before {
+		t.Fatal("resync committed nothing")
+	}
+	if _, stderr, err = run(t, "", "resync", "--config", cfg); err != nil || !strings.Contains(stderr, "0 clusters changed") {
+		t.Errorf("second resync: %v\n%s", err, stderr)
+	}
+}

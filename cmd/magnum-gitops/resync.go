@@ -63,6 +63,10 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 			fmt.Fprintf(stderr, "%s %s\n", out.Commit[:10], pl.Commit.Subject)
 		}
 	}
-	fmt.Fprintf(stderr, "%d clusters would change\n", len(plans))
+	if dryRun {
+		fmt.Fprintf(stderr, "%d clusters would change\n", len(plans))
+	} else {
+		fmt.Fprintf(stderr, "%d clusters changed\n", len(plans))
+	}
 	return nil
 }

@@ -1,0 +1,111 @@
+package reconciler_test
+
+import (
+	"context"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+)
+
+// TestResync: a resync of an unchanged repository plans nothing; a hand edit and an
+// upgrade of the generator (here: a changed site setting) plan exactly the files whose
+// rendering moved, never a Secret; committing the plans makes the next resync empty again.
+func TestResync(t *testing.T) {
+	t.Parallel()
+	p, sink, dir := committer(t)
+	ctx := context.Background()
+	for _, n := range []string{"01-prod-a-create.yaml", "02-prod-a-resize-workers.yaml", "17-keystone-auth.yaml", "18-ovn-allowed-cidrs-chart-0.24.yaml", "25-flatcar-cilium.yaml"} {
+		if _, err := sink.Apply(ctx, p, event(t, n)); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	commits := func() int { return strings.Count(gitOut(t, dir, "log", "--format=%H", "main"), "\n") }
+	before := commits()
+
+	var mu sync.Mutex
+	var calls []int
+	plans, err := p.ResyncPlans(ctx, sink.Repo, func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, done)
+		if total != 4 {
+			t.Errorf("progress total %d, want 4 clusters", total)
+		}
+	})
+	if err != nil || len(plans) != 0 {
+		t.Fatalf("unchanged repository: %d plans, %v; want none", len(plans), err)
+	}
+	if !slices.Equal(calls, []int{1, 2, 3, 4}) {
+		t.Errorf("progress calls %v, want 1..4 in order", calls)
+	}
+
+	// A hand edit of one HelmRelease: resync plans that one file back.
+	hr := path.Join(p.Config.Flux.Path, "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c/prod-a-2b7xq4mzkd5h", generator.HelmReleaseFile)
+	orig, ok, err := sink.Repo.ReadFile(hr)
+	if err != nil || !ok {
+		t.Fatalf("reading %s: %v %v", hr, ok, err)
+	}
+	edited := strings.Replace(string(orig), "machineCount: 5", "machineCount: 9", 1)
+	if edited == string(orig) {
+		t.Fatalf("no machineCount: 5 in %s:\n%s", hr, orig)
+	}
+	if _, err := sink.Repo.Apply(ctx, gitrepo.Change{Subject: "hand edit", Files: map[string][]byte{hr: []byte(edited)}}); err != nil {
+		t.Fatal(err)
+	}
+	plans, err = p.ResyncPlans(ctx, sink.Repo, nil)
+	if err != nil || len(plans) != 1 {
+		t.Fatalf("after a hand edit: %d plans, %v; want 1", len(plans), err)
+	}
+	if got := plans[0].Paths(); !slices.Equal(got, []string{hr}) {
+		t.Errorf("planned %v, want only %s", got, hr)
+	}
+	out, err := sink.Resync(ctx, p, plans[0])
+	if err != nil || out.NoOp() {
+		t.Fatalf("committing the resync: %+v %v", out, err)
+	}
+	msg := gitOut(t, dir, "log", "-1", "--format=%B", "main")
+	for _, want := range []string{"magnum-gitops: resync cluster prod-a", "Magnum-Resync: true"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("resync commit message lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "Magnum-Event-ID") {
+		t.Errorf("a resync commit carries an event id:\n%s", msg)
+	}
+	if now, _, _ := sink.Repo.ReadFile(hr); string(now) != string(orig) {
+		t.Error("resync did not restore the rendered HelmRelease")
+	}
+
+	// A new magnum-gitops that renders differently: every HelmRelease moves, no Secret does.
+	cfg := *p.Config
+	cfg.Flux.Timeout = generator.Duration{Duration: 7 * time.Minute}
+	upgraded := *p
+	upgraded.Config = &cfg
+	plans, err = upgraded.ResyncPlans(ctx, sink.Repo, nil)
+	if err != nil || len(plans) != 4 {
+		t.Fatalf("after the upgrade: %d plans, %v; want 4", len(plans), err)
+	}
+	for _, pl := range plans {
+		for _, f := range pl.Paths() {
+			if path.Base(f) != generator.HelmReleaseFile {
+				t.Errorf("%s: resync changes %s; only the HelmRelease moved", pl.Result.ReleaseName, f)
+			}
+		}
+		if _, err := sink.Resync(ctx, &upgraded, pl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if plans, err := upgraded.ResyncPlans(ctx, sink.Repo, nil); err != nil || len(plans) != 0 {
+		t.Errorf("after committing the resync: %d plans, %v; want none", len(plans), err)
+	}
+	if got := commits() - before; got != 1+1+4 {
+		t.Errorf("%d commits since the events, want 6 (hand edit, its resync, 4 upgrades)", got)
+	}
+	gitOut(t, dir, "fsck", "--strict")
+}
