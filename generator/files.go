@@ -223,3 +223,7 @@ func (fs *FileSet) Stream() []byte {
 	}
 	return b.Bytes()
 }
+
+// MarshalYAML is sigs.k8s.io/yaml.Marshal, byte for byte, through the fast serialiser of
+// MarshalObject: for documents written on every event (the cluster record).
+func MarshalYAML(obj any) ([]byte, error) { return marshalYAML(obj, yaml.Marshal) }

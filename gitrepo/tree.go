@@ -27,11 +27,11 @@ type treeBuilder struct {
 func (b *treeBuilder) apply(tree plumbing.Hash, changes map[string][]byte) (plumbing.Hash, error) {
 	var entries []object.TreeEntry
 	if !tree.IsZero() {
-		t, err := object.GetTree(b.s, tree)
+		old, err := trees.entries(b.s, tree)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		entries = append(entries, t.Entries...)
+		entries = append(entries, old...)
 	}
 	// Group the changes by their first path segment.
 	files := map[string][]byte{}
@@ -210,12 +210,12 @@ func lookup(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (e objec
 		return e, false, nil
 	}
 	for {
-		t, err := object.GetTree(s, tree)
+		entries, err := trees.entries(s, tree)
 		if err != nil {
 			return e, false, err
 		}
 		name, rest, more := strings.Cut(p, "/")
-		e, found = findEntry(t.Entries, name)
+		e, found = findEntry(entries, name)
 		if !found {
 			return e, false, nil
 		}

@@ -39,16 +39,6 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	if err != nil {
 		return nil, stepError("read", err)
 	}
-	dep, err := readDeployed(tree, dir)
-	if err != nil {
-		return nil, stepError("diff", err)
-	}
-	if err := checkDowngrade(dep, ev, res); err != nil {
-		return nil, stepError("diff", err)
-	}
-	if err := checkUpgrade(dep, ev, res); err != nil {
-		return nil, stepError("diff", err)
-	}
 	existing := func(name string) ([]byte, bool) {
 		b, ok, err := tree.ReadFile(path.Join(dir, name))
 		return b, ok && err == nil
@@ -87,9 +77,25 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 			pl.Old[f] = have
 		}
 	}
-	var old map[string]any
-	if dep != nil {
-		old = dep.values
+	// The deployed HelmRelease (or Application) matters only when ours differs from it:
+	// when the bytes are equal, so are the chart version and the values, and the upgrade
+	// rules hold trivially. Skipping the parse halves a resync of unchanged clusters.
+	old := res.Values
+	if deployedChanged(pl, dir) {
+		dep, err := readDeployed(tree, dir)
+		if err != nil {
+			return nil, stepError("diff", err)
+		}
+		if err := checkDowngrade(dep, ev, res); err != nil {
+			return nil, stepError("diff", err)
+		}
+		if err := checkUpgrade(dep, ev, res); err != nil {
+			return nil, stepError("diff", err)
+		}
+		old = nil
+		if dep != nil {
+			old = dep.values
+		}
 	}
 	// CommitChange gives the commit the whole desired state of the event's paths (not only
 	// the differences): gitrepo finds the no-op itself, and a path someone else changed to
@@ -111,4 +117,15 @@ func addRecord(cfg *generator.Config, ev *v1alpha1.ClusterEvent, res *generator.
 	}
 	fs.Files[p] = b
 	return nil
+}
+
+// deployedChanged reports whether the plan writes or removes the directory's HelmRelease
+// or Application.
+func deployedChanged(pl *Plan, dir string) bool {
+	for _, f := range []string{generator.HelmReleaseFile, generator.ApplicationFile} {
+		if _, ok := pl.Changes[path.Join(dir, f)]; ok {
+			return true
+		}
+	}
+	return false
 }

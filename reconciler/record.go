@@ -1,11 +1,8 @@
 package reconciler
 
 import (
-	"encoding/json"
 	"fmt"
 	"path"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -21,11 +18,9 @@ const RecordFile = "magnum-cluster.yaml"
 func Record(ev *v1alpha1.ClusterEvent) ([]byte, error) {
 	c := *ev
 	c.Secrets = nil
-	j, err := json.Marshal(&c)
-	if err != nil {
-		return nil, err
-	}
-	return yaml.JSONToYAML(j)
+	// The same bytes as sigs.k8s.io/yaml.Marshal, written directly: the record is written on
+	// every event, and the JSON → YAML round trip was a tenth of a group commit's time.
+	return generator.MarshalYAML(&c)
 }
 
 // recordPath is where a rendered cluster's record lives.

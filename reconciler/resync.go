@@ -3,6 +3,10 @@ package reconciler
 import (
 	"context"
 	"path"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
@@ -14,7 +18,8 @@ const TrailerResync = "Magnum-Resync"
 // the plans that would change something: after an upgrade of magnum-gitops, one
 // reviewable change per cluster whose output moved. Secrets are not in the records, so
 // they are never re-encrypted; the cluster directories keep listing them. progress, when
-// set, is called after each cluster with the count done and the total.
+// set, is called after each cluster with the count done and the total, by one goroutine
+// at a time (clusters are rendered in parallel).
 func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress func(done, total int)) ([]*Plan, error) {
 	files, err := repo.ListFiles(p.Config.Flux.Path)
 	if err != nil {
@@ -26,39 +31,66 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress fu
 			records = append(records, f)
 		}
 	}
-	var out []*Plan
+	// Clusters are independent: render them on every CPU, keep the plans in record order.
+	plans := make([]*Plan, len(records))
+	var (
+		mu   sync.Mutex // progress is called by one goroutine at a time
+		done int
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, f := range records {
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		data, ok, err := repo.ReadFile(f)
-		if err != nil {
-			return out, stepError("read", err)
-		}
-		if !ok {
-			continue
-		}
-		ev, err := ReadRecord(data)
-		if err != nil {
-			return out, stepError("read", err)
-		}
-		res, err := p.Render(ctx, ev)
-		if err != nil {
-			return out, err
-		}
-		pl, err := p.Plan(ev, res, repo)
-		if err != nil {
-			return out, err
-		}
-		if !pl.NoOp() {
-			asResync(pl)
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			pl, err := p.resyncOne(gctx, repo, f)
+			if err != nil {
+				return err
+			}
+			plans[i] = pl
+			if progress != nil {
+				mu.Lock()
+				done++
+				progress(done, len(records))
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	err = g.Wait()
+	var out []*Plan
+	for _, pl := range plans {
+		if pl != nil {
 			out = append(out, pl)
 		}
-		if progress != nil {
-			progress(i+1, len(records))
-		}
 	}
-	return out, nil
+	return out, err
+}
+
+// resyncOne renders one record again and returns its plan, or nil when nothing changes.
+func (p *Pipeline) resyncOne(ctx context.Context, repo FileLister, f string) (*Plan, error) {
+	data, ok, err := repo.ReadFile(f)
+	if err != nil {
+		return nil, stepError("read", err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	ev, err := ReadRecord(data)
+	if err != nil {
+		return nil, stepError("read", err)
+	}
+	res, err := p.Render(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := p.Plan(ev, res, repo)
+	if err != nil || pl.NoOp() {
+		return nil, err
+	}
+	asResync(pl)
+	return pl, nil
 }
 
 // asResync rewrites a plan's message: it is the generator that changed, not the cluster.

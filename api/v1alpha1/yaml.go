@@ -19,6 +19,13 @@ const MaxDepth = 64
 // duplicate "operation" must not silently win, nor a second document be dropped. No error
 // quotes a value of the document, which may hold secrets.
 func ToJSON(data []byte) ([]byte, error) {
+	if isJSONObject(data) {
+		if ok, err := checkJSON(data); err != nil {
+			return nil, err
+		} else if ok {
+			return data, nil
+		}
+	}
 	if n := documents(data); n > 1 {
 		return nil, &FieldError{Field: "(document 2)", Message: "a file holds one document; found " + fmt.Sprint(n)}
 	}
