@@ -11,10 +11,10 @@ TESTBIN_DIR = $(shell hack/testbin.sh 2>/dev/null | tail -n 1)
 
 export GOTOOLCHAIN := local
 
-.PHONY: help build test test-unit test-driver testbin flux e2e demo bench fuzz update-golden vet lint fmt clean
+.PHONY: help build test test-unit test-driver testbin flux e2e e2e-scale demo bench fuzz update-golden vet lint fmt clean
 
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build bin/magnum-gitops
 	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/magnum-gitops
@@ -31,8 +31,16 @@ test-unit: ## Run the tests that need no API server
 flux: ## Build or reuse Flux's source-, kustomize- and helm-controller (first build 15-35 min)
 	@hack/flux.sh | tail -n 1
 
-e2e: testbin flux ## End to end through the real Flux controllers (test/e2e)
+# 3-4 minutes once the binaries are cached: the scenario runs with a reconcile requested
+# after each push; E2E_FULL=1 runs it again relying on the GitRepository interval (about a
+# minute per step, 10 minutes more).
+e2e: testbin flux ## End to end through the real Flux controllers (test/e2e; E2E_FULL=1 for the interval run too)
 	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -count=1 -timeout 40m -v
+
+# Not in CI: renders E2E_SCALE_CLUSTERS (2,000) clusters and syncs them twice (one
+# Kustomization, then one per project namespace); tens of minutes on 2 cores.
+e2e-scale: testbin flux ## Repository layouts at scale through the real Flux controllers (test/e2e TestE2EScale)
+	E2E_SCALE=1 KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -run '^TestE2EScale$$' -count=1 -timeout 150m -v
 
 testbin: ## Build or reuse kube-apiserver and etcd for envtest
 	@hack/testbin.sh | tail -n 1
@@ -46,7 +54,7 @@ bench: ## Run the benchmarks
 # Every fuzz target, as package:Name. CI runs each for seconds (FUZZTIME=5s); run them for
 # minutes locally.
 FUZZ_TARGETS := ./api/v1alpha1:FuzzDecodeEvent ./cmd/magnum-gitops:FuzzLoadConfig ./generator:FuzzRender \
-  ./generator:FuzzMarshalObject ./gitrepo:FuzzTreeBuilder ./gitrepo:FuzzValidPath
+  ./generator:FuzzMarshalObject ./gitrepo:FuzzTreeBuilder ./gitrepo:FuzzValidPath ./magnum:FuzzSanitizedName
 
 fuzz: ## Run every fuzz target for FUZZTIME each
 	@for t in $(FUZZ_TARGETS); do \

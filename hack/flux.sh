@@ -19,7 +19,12 @@ cache="${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops/flux"
 mkdir -p "$cache/crds"
 
 log() { echo "flux: $*" >&2; }
-die() { log "$*"; exit 1; }
+# Every failure exits non-zero with a reason: under CI (CI=true) `make e2e` must fail, never
+# skip, when a controller cannot be provided.
+die() {
+  log "ERROR: $*"
+  exit 1
+}
 
 command -v go >/dev/null || die "go is not on PATH"
 
@@ -100,4 +105,10 @@ for c in "source-controller-$SOURCE_CONTROLLER_VERSION" "kustomize-controller-$K
   [ -x "$cache/$c" ] || die "$cache/$c is missing after the build"
   log "$c: $cache/$c"
 done
+# Every kind the e2e harness and deploy/flux use must have its CRD: a module whose layout
+# moved would otherwise surface as a skipped or confusing test much later.
+for kind in GitRepository HelmRepository HelmChart Kustomization HelmRelease; do
+  grep -rqE "^[[:space:]]+kind: $kind\$" "$cache/crds" || die "no CRD for $kind under $cache/crds"
+done
+[ "$SECONDS" -gt 5 ] && log "ready after ${SECONDS}s"
 echo "$cache"

@@ -107,7 +107,11 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		MaxGroup: file.Serve.Group.MaxEvents, MaxWait: file.Serve.Group.MaxWait.Duration,
 		Kustomization:  cmp.Or(file.Serve.Kustomization, status.DefaultKustomization),
 		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log}
+	rr := file.Serve.ReconcileRequest
 	if o.objectsFile != "" {
+		if rr.Name != "" {
+			return configError(errors.New("serve.reconcile_request: needs a management cluster, not --objects"))
+		}
 		so.Status = fileSource(o.objectsFile)
 	} else {
 		c, cfg, err := kube.StartCache(ctx, o.kubeconfig, 2*time.Minute)
@@ -117,6 +121,9 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		so.Status = kube.Source{Reader: c}
 		if so.Kube, err = client.New(cfg, client.Options{}); err != nil {
 			return err
+		}
+		if rr.Name != "" {
+			so.ReconcileRequest = service.ReconcileRequest{Namespace: cmp.Or(rr.Namespace, "flux-system"), Name: rr.Name}
 		}
 		if o.leaderElect {
 			le := file.Serve.LeaderElection

@@ -50,6 +50,9 @@ type Options struct {
 	// Kube deletes a deleted cluster's Secrets once they left Git (they carry the prune
 	// guard, so Flux does not). Without it the Secrets stay and a warning is logged.
 	Kube client.Client
+	// ReconcileRequest, when it names a GitRepository, is annotated through Kube after
+	// every push so that Flux fetches the commit at once (see fluxnotify.go).
+	ReconcileRequest ReconcileRequest
 	// Reporter PATCHes health to Magnum every HealthInterval; nil disables it.
 	Reporter       *report.MagnumReporter
 	HealthInterval time.Duration
@@ -81,6 +84,8 @@ type Service struct {
 	ledger   *reconciler.Ledger
 	judge    *judge
 	api      *httpapi.Server
+	// requester asks Flux to fetch after each push; nil when not configured.
+	requester *reconcileRequester
 
 	mu      sync.Mutex
 	removed map[string]removal // uuid → second-phase commit awaiting Flux
@@ -128,6 +133,12 @@ func newService(o Options) (*Service, error) {
 		o.DeleteInterval = 10 * time.Second
 	}
 	s := &Service{o: o, m: newMetrics(o.Registry), ledger: reconciler.NewLedger(), removed: map[string]removal{}}
+	if o.ReconcileRequest.Enabled() {
+		if o.Kube == nil {
+			return nil, errors.New("serve: a reconcile request of GitRepository " + o.ReconcileRequest.String() + " needs a management cluster client")
+		}
+		s.requester = newReconcileRequester(o.Kube, o.ReconcileRequest, o.Log)
+	}
 	return s, nil
 }
 
@@ -152,7 +163,7 @@ func (s *Service) run(ctx context.Context) error {
 	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
 
 	s.queue = &reconciler.Queue{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
-		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.m.observe}
+		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.observe}
 	s.queue.Start()
 	if o.Poller != nil {
 		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.queue.Submit
@@ -165,6 +176,9 @@ func (s *Service) run(ctx context.Context) error {
 		s.api.Status, s.api.Applied = s.judge.lookup, s.judge.applied
 	}
 
+	if s.requester != nil {
+		go s.requester.run(ctx)
+	}
 	queueCtx, stopQueue := context.WithCancel(context.WithoutCancel(ctx))
 	queueDone := make(chan struct{})
 	go func() { s.queue.Run(queueCtx); close(queueDone) }()
@@ -341,6 +355,9 @@ func (s *Service) deletes(ctx context.Context) {
 			continue
 		}
 		s.o.Log.Info("deleted cluster's directory removed from git", "cluster", rec.Event.Cluster.UUID, "stack_id", rec.StackID, "commit", commit)
+		if commit != "" {
+			s.requester.request()
+		}
 		s.mu.Lock()
 		s.removed[rec.Event.Cluster.UUID] = removal{rec: rec, secrets: secrets, commit: commit}
 		s.mu.Unlock()
@@ -448,6 +465,9 @@ func (s *Service) resync(ctx context.Context) {
 		if !out.NoOp() {
 			commits++
 		}
+	}
+	if commits > 0 {
+		s.requester.request()
 	}
 	s.m.resync.Observe(time.Since(start).Seconds())
 	s.o.Log.Info("resync done", "changed", commits, "duration", time.Since(start))

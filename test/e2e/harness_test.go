@@ -35,7 +35,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -63,6 +62,7 @@ const (
 	gitUser         = "magnum-gitops"
 	repoName        = "magnum-clusters.git"
 	fluxPath        = "clusters/magnum"
+	serveNamespace  = "magnum-gitops" // serve's leader election Lease
 	defaultWaitStep = 5 * time.Minute
 )
 
@@ -105,13 +105,13 @@ var (
 )
 
 // findBinaries locates everything the harness needs, building bin/magnum-gitops once per
-// test binary. It skips when ../shared is missing, and skips (fails under CI) when a
-// binary is missing.
+// test binary. It skips when ../shared or a binary is missing, and fails instead when CI
+// is set: CI must never pass by skipping the end-to-end tests.
 func findBinaries(t *testing.T) *binaries {
 	t.Helper()
 	shared, err := testenv.SharedDir()
 	if err != nil {
-		t.Skipf("skipping: ../shared (chart packages, CRDs) is missing beside the checkout: %v", err)
+		unavailable(t, "../shared (chart packages, CRDs) is missing beside the checkout: %v", err)
 	}
 	b := &binaries{shared: shared}
 
@@ -249,15 +249,41 @@ type harness struct {
 	ageIdentity *age.X25519Identity
 	config      string // magnum-gitops --config
 
+	// magnum-gitops serve: its API address and bearer token.
+	serveURL   string
+	serveToken string
+	serveProc  *process
+
 	procs []*process
-	// requestReconcile annotates the GitRepository after every push.
+	// requestReconcile configures serve to annotate the GitRepository after every push
+	// (serve.reconcile_request).
 	requestReconcile bool
+	// valuesOverlay is the configuration's values_overlay (site values over every cluster).
+	valuesOverlay map[string]any
+	// The scale test's settings (scale_test.go): a pre-rendered tree in the seed commit,
+	// the Kustomizations that replace deploy/flux's, no serve, a longer first sync.
+	seedTree       string
+	layout         func(deploy *unstructured.Unstructured) []*unstructured.Unstructured
+	kustomizations []*unstructured.Unstructured
+	noServe        bool
+	seedTimeout    time.Duration
+}
+
+// harnessOption adjusts a harness before it starts.
+type harnessOption func(*harness)
+
+// withValuesOverlay sets the configuration's values_overlay.
+func withValuesOverlay(v map[string]any) harnessOption {
+	return func(h *harness) { h.valuesOverlay = v }
 }
 
 // newHarness starts everything and returns once Flux has applied the seed commit.
-func newHarness(t *testing.T, b *binaries, requestReconcile bool) *harness {
+func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnessOption) *harness {
 	t.Helper()
 	h := &harness{t: t, bin: b, work: t.TempDir(), ctx: t.Context(), requestReconcile: requestReconcile}
+	for _, o := range opts {
+		o(h)
+	}
 	var err error
 	h.logDir, err = os.MkdirTemp("", "magnum-gitops-e2e-logs-")
 	if err != nil {
@@ -270,17 +296,28 @@ func newHarness(t *testing.T, b *binaries, requestReconcile bool) *harness {
 	})
 	start := time.Now()
 	h.startAPIServer()
-	h.startGitServer()
 	h.startChartServer()
+	h.startGitServer()
 	h.writeMagnumConfig()
 	h.startFlux()
 	// Registered last, so it runs first: while the API server and the controllers still run.
 	t.Cleanup(h.dumpOnFailure)
 	h.applyDeployManifests()
 	seed := h.headRevision()
-	h.waitApplied(seed, 3*time.Minute)
-	t.Logf("harness ready in %s (API server, Flux controllers, Git and chart servers; seed %s applied)",
-		time.Since(start).Round(time.Millisecond), seed[:12])
+	if h.seedTimeout == 0 {
+		h.seedTimeout = 3 * time.Minute
+	}
+	if h.kustomizations == nil {
+		h.waitApplied(seed, h.seedTimeout)
+	} else {
+		h.waitAllApplied(seed, h.seedTimeout)
+	}
+	parts := "API server, Flux controllers, Git and chart servers"
+	if !h.noServe {
+		h.startServe()
+		parts += ", magnum-gitops serve"
+	}
+	t.Logf("harness ready in %s (%s; seed %s applied)", time.Since(start).Round(time.Millisecond), parts, seed[:12])
 	return h
 }
 
@@ -361,7 +398,7 @@ func (h *harness) startAPIServer() {
 	if err := os.WriteFile(h.kubeconfig, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{fluxNamespace} {
+	for _, ns := range []string{fluxNamespace, serveNamespace} {
 		if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
@@ -385,6 +422,9 @@ func (h *harness) startGitServer() {
 	os.MkdirAll(filepath.Join(seed, fluxPath), 0o755)
 	os.WriteFile(filepath.Join(seed, "README.md"), []byte("# magnum clusters\n"), 0o644)
 	os.WriteFile(filepath.Join(seed, fluxPath, "README.md"), []byte("Written by magnum-gitops.\n"), 0o644)
+	if h.seedTree != "" {
+		h.copySeedTree(seed)
+	}
 	h.git(seed, "add", ".")
 	h.git(seed, "commit", "-q", "-m", "initial")
 	h.git(seed, "push", "-q", "origin", "HEAD:main")
@@ -459,7 +499,7 @@ func (h *harness) serve(name string, handler http.Handler) string {
 		h.t.Fatal(err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck // closed at cleanup
+	go func() { _ = srv.Serve(ln) }() // ends when the test closes the listener
 	h.t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()
 }
@@ -469,11 +509,14 @@ func (h *harness) serve(name string, handler http.Handler) string {
 
 func (h *harness) writeMagnumConfig() {
 	t := h.t
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
+	id := h.ageIdentity
+	if id == nil {
+		var err error
+		if id, err = age.GenerateX25519Identity(); err != nil {
+			t.Fatal(err)
+		}
+		h.ageIdentity = id
 	}
-	h.ageIdentity = id
 	pw := filepath.Join(h.work, "git-password")
 	digest := filepath.Join(h.work, "sops-digest.key")
 	if err := os.WriteFile(pw, []byte(h.gitPassword+"\n"), 0o600); err != nil {
@@ -482,7 +525,25 @@ func (h *harness) writeMagnumConfig() {
 	if err := os.WriteFile(digest, []byte(randomToken()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	h.serveToken = randomToken()
+	token := filepath.Join(h.work, "api-token")
+	if err := os.WriteFile(token, []byte(h.serveToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listen := freeAddr(t)
+	h.serveURL = "http://" + listen
+	// As deploy/service/config.yaml, on loopback.
+	serve := map[string]any{
+		"listen":          listen,
+		"token_files":     []string{token},
+		"kustomization":   fluxNamespace + "/" + sourceName,
+		"leader_election": map[string]any{"namespace": serveNamespace, "name": "magnum-gitops"},
+	}
+	if h.requestReconcile {
+		serve["reconcile_request"] = map[string]any{"namespace": fluxNamespace, "name": sourceName}
+	}
 	cfg := map[string]any{
+		"serve": serve,
 		"magnum": map[string]any{
 			"capi_helm": map[string]any{
 				"helm_chart_repo":            h.chartURL,
@@ -503,6 +564,9 @@ func (h *harness) writeMagnumConfig() {
 			"digest_key_file": digest,
 		},
 	}
+	if h.valuesOverlay != nil {
+		cfg["values_overlay"] = h.valuesOverlay
+	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -514,33 +578,70 @@ func (h *harness) writeMagnumConfig() {
 }
 
 // commitEvent hands one event to magnum-gitops and returns the commit that carries it.
-// It is the only place that knows how events reach magnum-gitops (today the CLI's apply;
-// swap it for a POST to `magnum-gitops serve`).
+// It is the only place that knows how events reach magnum-gitops: a POST to `serve`'s
+// event API with its bearer token, answered once the commit is pushed, as the driver shim
+// (contrib/magnum-driver) sends them.
 func (h *harness) commitEvent(eventFile string) string {
 	t := h.t
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(h.ctx, h.bin.magnum, "apply", "-f", eventFile, "--config", h.config)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Env = append(os.Environ(), "HOME="+h.work)
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("magnum-gitops apply -f %s: %v\n%s%s", filepath.Base(eventFile), err, stdout.String(), stderr.String())
-	}
-	var sum struct {
-		Outcome  string `json:"outcome"`
-		Revision string `json:"revision"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
-		t.Fatalf("magnum-gitops apply: reading its summary: %v\n%s", err, stdout.String())
-	}
+	sum := h.postEvent(eventFile)
 	if sum.Outcome != "committed" || len(sum.Revision) != 40 {
-		t.Fatalf("magnum-gitops apply -f %s: outcome %q revision %q, want a commit\n%s", filepath.Base(eventFile),
-			sum.Outcome, sum.Revision, stderr.String())
+		t.Fatalf("POST /v1/events %s: outcome %q revision %q, want a commit", filepath.Base(eventFile), sum.Outcome, sum.Revision)
 	}
 	if head := h.headRevision(); head != sum.Revision {
 		t.Fatalf("the server's main is %s, magnum-gitops reported %s", head, sum.Revision)
 	}
 	return sum.Revision
+}
+
+// eventAnswer is the part of serve's answer to POST /v1/events the tests read.
+type eventAnswer struct {
+	Outcome  string `json:"outcome"`
+	Revision string `json:"revision"`
+	StackID  string `json:"stack_id"`
+	Error    string `json:"error"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+}
+
+// postEvent sends one event file to serve and fails the test on any answer but 200.
+func (h *harness) postEvent(eventFile string) eventAnswer {
+	t := h.t
+	t.Helper()
+	body, err := os.ReadFile(eventFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.serveURL+"/v1/events", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/yaml")
+	req.Header.Set("Authorization", "Bearer "+h.serveToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST /v1/events %s: %v", filepath.Base(eventFile), err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var ans eventAnswer
+	if err := json.Unmarshal(data, &ans); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/events %s: %s: %s", filepath.Base(eventFile), resp.Status, data)
+	}
+	return ans
+}
+
+// startServe runs `magnum-gitops serve` as the service runs next to Magnum: events over
+// its API, status and the delete choreography's second phase from the API server (its
+// leader loops, elected through a Lease).
+func (h *harness) startServe() {
+	env := append(os.Environ(), "HOME="+h.work)
+	h.serveProc = h.startProcess("magnum-gitops-serve", h.bin.magnum, []string{"serve", "--config", h.config,
+		"--source", "api", "--kubeconfig", h.kubeconfig}, env)
+	// /readyz: the Git remote answers and the status cache has synced.
+	h.waitHTTP(h.serveProc, h.serveURL+"/readyz", 2*time.Minute)
 }
 
 // headRevision is main on the Git server.
@@ -706,10 +807,19 @@ func (h *harness) applyDeployManifests() {
 					t.Fatal(err)
 				}
 			}
+			kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+			if o.GroupVersionKind() == gvkKustomization && h.layout != nil {
+				h.kustomizations = h.layout(o)
+				for _, k := range h.kustomizations {
+					if err := h.c.Create(ctx, k); err != nil {
+						t.Fatalf("creating Kustomization %s: %v", k.GetName(), err)
+					}
+				}
+				continue
+			}
 			if err := h.c.Create(ctx, o); err != nil {
 				t.Fatalf("%s: creating %s %s: %v", filepath.Base(f), o.GetKind(), o.GetName(), err)
 			}
-			kinds = append(kinds, o.GetKind()+"/"+o.GetName())
 		}
 	}
 	sort.Strings(kinds)
@@ -742,14 +852,30 @@ func readObjects(t testing.TB, path string) []*unstructured.Unstructured {
 	}
 }
 
-// requestReconcileNow asks source-controller to fetch the repository now, as a Flux
-// Receiver (or `flux reconcile source git`) does.
-func (h *harness) requestReconcileNow() {
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`,
-		time.Now().Format(time.RFC3339Nano))
-	o := h.object(gvkGitRepository, fluxNamespace, sourceName)
-	if err := h.c.Patch(h.ctx, o, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		h.t.Fatalf("requesting a reconcile: %v", err)
+// checkReconcileRequest asserts what serve did to the GitRepository after a push at
+// pushed: with serve.reconcile_request, reconcile.fluxcd.io/requestedAt is set at or after
+// the push (source-controller fetched the commit for it); without, it is never set.
+func (h *harness) checkReconcileRequest(pushed time.Time) {
+	h.t.Helper()
+	g, ok := h.get(gvkGitRepository, fluxNamespace, sourceName)
+	if !ok {
+		h.t.Fatal("the GitRepository is gone")
+	}
+	v, set := g.GetAnnotations()["reconcile.fluxcd.io/requestedAt"]
+	if !h.requestReconcile {
+		if set {
+			h.t.Errorf("serve requested a reconcile (%s) without serve.reconcile_request", v)
+		}
+		return
+	}
+	at, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil || at.Before(pushed.Add(-time.Second)) {
+		h.t.Errorf("GitRepository reconcile.fluxcd.io/requestedAt = %q, want a time after the push at %s (%v)",
+			v, pushed.Format(time.RFC3339Nano), err)
+	}
+	handled, _, _ := unstructured.NestedString(g.Object, "status", "lastHandledReconcileAt")
+	if hat, err := time.Parse(time.RFC3339Nano, handled); err != nil || hat.Before(pushed.Add(-time.Second)) {
+		h.t.Errorf("source-controller last handled a reconcile request at %q, before the push", handled)
 	}
 }
 

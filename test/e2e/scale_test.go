@@ -1,0 +1,408 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+)
+
+// chartURLPlaceholder stands for the chart repository's URL in the pre-rendered tree: each
+// harness serves the charts on its own port.
+const chartURLPlaceholder = "http://charts.e2e.invalid/"
+
+// scaleResult is one layout's figures.
+type scaleResult struct {
+	layout         string
+	kustomizations int
+	firstSync      time.Duration
+	changed        []time.Duration // push → the changed cluster's Kustomization applied
+	all            []time.Duration // push → every Kustomization applied
+	requests       []float64       // API server requests during a change
+	kustomizeCPU   []float64       // kustomize-controller CPU seconds during a change
+}
+
+// TestE2EScale (make e2e-scale; not in CI) measures the repository layout at scale with
+// the real controllers: E2E_SCALE_CLUSTERS (2,000) clusters in E2E_SCALE_PROJECTS (100)
+// project namespaces, rendered by magnum-gitops with SOPS, their HelmReleases suspended so
+// that helm-controller stays idle. For (a) one Kustomization over clusters/magnum (deploy/flux)
+// and (b) one Kustomization per project namespace, it times push → applied for a change
+// to one cluster (a reconcile requested after the push, as serve.reconcile_request does)
+// and counts the API server requests and kustomize-controller CPU each change costs.
+func TestE2EScale(t *testing.T) {
+	if os.Getenv("E2E_SCALE") == "" {
+		t.Skip("set E2E_SCALE=1 (make e2e-scale): renders thousands of clusters and takes tens of minutes")
+	}
+	b := findBinaries(t)
+	n, projects, changes := envInt(t, "E2E_SCALE_CLUSTERS", 2000), envInt(t, "E2E_SCALE_PROJECTS", 100), envInt(t, "E2E_SCALE_CHANGES", 3)
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	tree := renderScaleTree(t, b, id, n, projects)
+	t.Logf("rendered %d clusters in %d namespaces in %s", n, projects, time.Since(start).Round(time.Second))
+
+	single := func(deploy *unstructured.Unstructured) []*unstructured.Unstructured {
+		k := deploy.DeepCopy()
+		_ = unstructured.SetNestedField(k.Object, "30m", "spec", "timeout")
+		return []*unstructured.Unstructured{k}
+	}
+	perNamespace := func(deploy *unstructured.Unstructured) []*unstructured.Unstructured {
+		entries, _ := os.ReadDir(filepath.Join(tree, fluxPath))
+		var out []*unstructured.Unstructured
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			k := deploy.DeepCopy()
+			k.SetName(strings.TrimPrefix(e.Name(), "magnum-"))
+			if e.Name() == "sources" {
+				k.SetName("magnum-sources")
+			}
+			_ = unstructured.SetNestedField(k.Object, "./"+fluxPath+"/"+e.Name(), "spec", "path")
+			_ = unstructured.SetNestedField(k.Object, "30m", "spec", "timeout")
+			out = append(out, k)
+		}
+		return out
+	}
+	var results []scaleResult
+	for _, l := range []struct {
+		name   string
+		layout func(*unstructured.Unstructured) []*unstructured.Unstructured
+	}{{"one per namespace", perNamespace}, {"one Kustomization", single}} {
+		t.Run(l.name, func(t *testing.T) {
+			results = append(results, runScale(t, b, id, tree, l.name, l.layout, changes))
+		})
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d clusters, %d namespaces, %d changes each (medians):\n", n, projects, changes)
+	fmt.Fprintf(&sb, "%-18s %6s %11s %16s %14s %14s %16s\n", "layout", "ks", "first sync", "push→changed", "push→all", "API requests", "kustomize CPU")
+	for _, r := range results {
+		fmt.Fprintf(&sb, "%-18s %6d %10.1fs %15.2fs %13.2fs %14.0f %15.1fs\n", r.layout, r.kustomizations, r.firstSync.Seconds(),
+			median(r.changed).Seconds(), median(r.all).Seconds(), medianFloat(r.requests), medianFloat(r.kustomizeCPU))
+	}
+	t.Logf("layouts at scale:\n%s", sb.String())
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+// renderScaleTree renders n clusters spread over the given number of projects with
+// `magnum-gitops render --out-dir` (SOPS for id), and suspends their HelmReleases.
+func renderScaleTree(t *testing.T, b *binaries, id *age.X25519Identity, n, projects int) string {
+	t.Helper()
+	dir := t.TempDir()
+	digest := filepath.Join(dir, "digest.key")
+	if err := os.WriteFile(digest, []byte(randomToken()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := yaml.Marshal(map[string]any{
+		"magnum": map[string]any{"capi_helm": map[string]any{"helm_chart_repo": chartURLPlaceholder,
+			"default_helm_chart_version": "0.27.0"}},
+		"management_cluster": map[string]any{"capo_api_versions": []string{"v1beta1"}},
+		"flux":               map[string]any{"path": fluxPath},
+		"sops":               map[string]any{"age_recipients": []string{id.Recipient().String()}, "digest_key_file": digest},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(config, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := readEvent(t, filepath.Join(testenv.RepoRoot(), "fixtures", "events", "01-prod-a-create.yaml"))
+	// Two workers, each rendering whole projects into its own tree (2 cores).
+	const workers = 2
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			out := filepath.Join(dir, fmt.Sprintf("tree-%d", w))
+			for i := range n {
+				p := i % projects
+				if p%workers != w {
+					continue
+				}
+				ev := deepCopy(base).(map[string]any)
+				project := fmt.Sprintf("%032x", p+1)
+				ev["id"] = fmt.Sprintf("evt-scale-%d", i)
+				setPath(ev, project, "context", "project_id")
+				setPath(ev, project, "cluster", "project_id")
+				setPath(ev, fmt.Sprintf("%08x-0000-4000-8000-%012x", i+1, i+1), "cluster", "uuid")
+				setPath(ev, fmt.Sprintf("c%05d", i), "cluster", "name")
+				setPath(ev, fmt.Sprintf("c%05d-%012x", i, i+1), "cluster", "stack_id")
+				data, err := yaml.Marshal(ev)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				cmd := exec.Command(b.magnum, "render", "-f", "-", "--config", config, "--out-dir", out)
+				cmd.Stdin = bytes.NewReader(data)
+				if o, err := cmd.CombinedOutput(); err != nil {
+					errs[w] = fmt.Errorf("render cluster %d: %v\n%s", i, err, o)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree := filepath.Join(dir, "tree-0")
+	for w := 1; w < workers; w++ {
+		other := filepath.Join(dir, fmt.Sprintf("tree-%d", w), fluxPath)
+		entries, _ := os.ReadDir(other)
+		for _, e := range entries {
+			if e.Name() == "sources" {
+				continue
+			}
+			if err := os.Rename(filepath.Join(other, e.Name()), filepath.Join(tree, fluxPath, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Suspended: helm-controller must stay idle, the test measures Flux's apply only.
+	releases := 0
+	err = filepath.WalkDir(filepath.Join(tree, fluxPath), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() != "helmrelease.yaml" {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		s := strings.Replace(string(data), "\nspec:\n", "\nspec:\n  suspend: true\n", 1)
+		releases++
+		return os.WriteFile(path, []byte(s), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if releases != n {
+		t.Fatalf("%d HelmReleases rendered, want %d", releases, n)
+	}
+	return tree
+}
+
+// copySeedTree copies the pre-rendered clusters into the seed checkout, pointing the
+// HelmRepository at this harness's chart server.
+func (h *harness) copySeedTree(seed string) {
+	src := filepath.Join(h.seedTree, fluxPath)
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		dst := filepath.Join(seed, fluxPath, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		data = bytes.ReplaceAll(data, []byte(chartURLPlaceholder), []byte(h.chartURL+"/"))
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// waitAllApplied waits for every Kustomization of the harness to apply revision, and
+// returns when each did (by name) and when the last did.
+func (h *harness) waitAllApplied(revision string, timeout time.Duration) (map[string]time.Time, time.Time) {
+	h.t.Helper()
+	want := "main@sha1:" + revision
+	seen := map[string]time.Time{}
+	last := h.waitFor(fmt.Sprintf("%d Kustomizations to apply %s", len(h.kustomizations), want), timeout, func() (bool, string) {
+		l := h.list(gvkKustomization, fluxNamespace)
+		var waiting []string
+		for _, k := range l {
+			applied, _, _ := unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
+			if applied == want {
+				if _, ok := seen[k.GetName()]; !ok {
+					seen[k.GetName()] = time.Now()
+				}
+				continue
+			}
+			st, reason, msg, _ := condition(&k, "Ready")
+			waiting = append(waiting, fmt.Sprintf("%s (Ready=%s %s: %.200s)", k.GetName(), st, reason, msg))
+		}
+		if len(waiting) > 3 {
+			waiting = append(waiting[:3], fmt.Sprintf("and %d more", len(waiting)-3))
+		}
+		return len(seen) == len(h.kustomizations), strings.Join(waiting, "; ")
+	})
+	return seen, last
+}
+
+// runScale starts a harness with the pre-rendered tree under a layout, then changes one
+// cluster `changes` times, measuring each.
+func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree, name string,
+	layout func(*unstructured.Unstructured) []*unstructured.Unstructured, changes int) scaleResult {
+	start := time.Now()
+	h := newHarness(t, b, true, func(h *harness) {
+		h.ageIdentity, h.seedTree, h.layout, h.noServe, h.seedTimeout = id, tree, layout, true, 60*time.Minute
+	})
+	res := scaleResult{layout: name, kustomizations: len(h.kustomizations), firstSync: time.Since(start)}
+	t.Logf("%s: %d Kustomizations applied the first commit after %s", name, len(h.kustomizations), res.firstSync.Round(time.Second))
+
+	// The changed cluster: the first one of the first namespace.
+	nsDirs, _ := os.ReadDir(filepath.Join(tree, fluxPath))
+	var ns, release string
+	for _, e := range nsDirs {
+		if e.IsDir() && e.Name() != "sources" {
+			ns = e.Name()
+			break
+		}
+	}
+	clusters, _ := os.ReadDir(filepath.Join(tree, fluxPath, ns))
+	for _, c := range clusters {
+		if c.IsDir() {
+			release = c.Name()
+			break
+		}
+	}
+	owner := sourceName
+	if len(h.kustomizations) > 1 {
+		owner = strings.TrimPrefix(ns, "magnum-")
+	}
+	work := filepath.Join(h.work, "change")
+	h.git("", "clone", "-q", h.gitDir, work)
+	h.git(work, "config", "user.name", "e2e")
+	h.git(work, "config", "user.email", "e2e@magnum-gitops.invalid")
+	hrFile := filepath.Join(work, fluxPath, ns, release, "helmrelease.yaml")
+	for i := 1; i <= changes; i++ {
+		data, err := os.ReadFile(hrFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A metadata change: one object differs, nothing for helm-controller to do.
+		s := string(data)
+		if i == 1 {
+			s = strings.Replace(s, "\n  annotations:\n", "\n  annotations:\n    e2e.magnum-gitops.io/change: \"1\"\n", 1)
+		} else {
+			s = strings.Replace(s, fmt.Sprintf("e2e.magnum-gitops.io/change: \"%d\"", i-1), fmt.Sprintf("e2e.magnum-gitops.io/change: \"%d\"", i), 1)
+		}
+		if err := os.WriteFile(hrFile, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h.git(work, "commit", "-q", "-am", fmt.Sprintf("change %d", i))
+		reqBefore := h.apiRequests()
+		cpuBefore := h.cpuSeconds("kustomize-controller")
+		h.git(work, "push", "-q", "origin", "HEAD:main")
+		pushed := time.Now()
+		rev := strings.TrimSpace(h.git(work, "rev-parse", "HEAD"))
+		// What serve.reconcile_request does after a push.
+		g := h.object(gvkGitRepository, fluxNamespace, sourceName)
+		p := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
+		if err := h.c.Patch(h.ctx, g, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
+			t.Fatal(err)
+		}
+		seen, last := h.waitAllApplied(rev, 30*time.Minute)
+		res.changed = append(res.changed, seen[owner].Sub(pushed))
+		res.all = append(res.all, last.Sub(pushed))
+		res.requests = append(res.requests, h.apiRequests()-reqBefore)
+		res.kustomizeCPU = append(res.kustomizeCPU, h.cpuSeconds("kustomize-controller")-cpuBefore)
+		hr, ok := h.get(gvkHelmRelease, "magnum-"+strings.TrimPrefix(ns, "magnum-"), release)
+		if !ok || hr.GetAnnotations()["e2e.magnum-gitops.io/change"] != strconv.Itoa(i) {
+			t.Fatalf("change %d did not reach HelmRelease %s/%s", i, ns, release)
+		}
+		t.Logf("%s, change %d: the changed cluster's Kustomization applied after %s, all after %s; %.0f API requests, kustomize-controller %.1fs CPU",
+			name, i, res.changed[i-1].Round(time.Millisecond), res.all[i-1].Round(time.Millisecond), res.requests[i-1], res.kustomizeCPU[i-1])
+	}
+	return res
+}
+
+// apiRequests is the API server's apiserver_request_total summed over every label.
+func (h *harness) apiRequests() float64 {
+	cs, err := kubernetes.NewForConfig(h.env.Config)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(h.ctx)
+	if err != nil {
+		h.t.Fatalf("API server /metrics: %v", err)
+	}
+	total := 0.0
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1024*1024), 16*1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			total += v
+		}
+	}
+	return total
+}
+
+// cpuSeconds is the user+system CPU time of one of the harness's processes.
+func (h *harness) cpuSeconds(name string) float64 {
+	for _, p := range h.procs {
+		if p.name != name {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			return 0
+		}
+		// Fields after the command name (which may hold spaces): utime is the 14th field, stime the 15th.
+		s := string(data)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		return (ut + st) / 100 // USER_HZ
+	}
+	return 0
+}
+
+func medianFloat(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
