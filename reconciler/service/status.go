@@ -28,9 +28,15 @@ type judge struct {
 
 // snapshot returns a fresh enough snapshot.
 func (j *judge) snapshot(ctx context.Context) (*status.Snapshot, error) {
+	return j.snapshotAfter(ctx, time.Time{})
+}
+
+// snapshotAfter returns a fresh enough snapshot taken after t: a decision about an event
+// must not rest on what the management cluster looked like before the event arrived.
+func (j *judge) snapshotAfter(ctx context.Context, t time.Time) (*status.Snapshot, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.snap != nil && time.Since(j.taken) < j.ttl {
+	if j.snap != nil && time.Since(j.taken) < j.ttl && j.taken.After(t) {
 		return j.snap, j.err
 	}
 	j.snap, j.err = status.TakeSnapshot(ctx, j.src)
@@ -64,10 +70,13 @@ func (j *judge) lookup(uuid string) (status.Report, error) {
 	return j.evaluate(context.Background(), rec), nil
 }
 
-// evaluate judges one cluster; an unreadable management cluster gives health UNKNOWN.
+// evaluate judges one cluster from a snapshot taken after its last event arrived (a
+// cached snapshot from before it could say a Cluster being created does not exist, and the
+// delete loop would remove its Secrets); an unreadable management cluster gives health
+// UNKNOWN.
 func (j *judge) evaluate(ctx context.Context, rec reconciler.ClusterRecord) status.Report {
 	v := View(rec)
-	snap, err := j.snapshot(ctx)
+	snap, err := j.snapshotAfter(ctx, rec.At)
 	if err != nil {
 		return status.Unreadable(v, err)
 	}
