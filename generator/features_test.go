@@ -470,3 +470,44 @@ func TestCertificateRotationByChartVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleFromZeroDiskFromFlavor: a group that boots from the flavor's disk (no root
+// volume) announces that disk to the autoscaler; a root volume, when set, wins.
+func TestScaleFromZeroDiskFromFlavor(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		bootVolume bool
+		want       string
+	}{
+		{"flavor disk", false, `capacity.cluster-autoscaler.kubernetes.io/ephemeral-disk: 40Gi`},
+		{"root volume", true, `capacity.cluster-autoscaler.kubernetes.io/ephemeral-disk: 50Gi`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := mutateFeature("scale-from-zero", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+				if !tc.bootVolume {
+					delete(ev.Cluster.Labels, "boot_volume_size")
+					delete(ev.ClusterTemplate.Labels, "boot_volume_size")
+				}
+				for id, f := range ev.Resolved.Flavors {
+					f.DiskGB = 40
+					ev.Resolved.Flavors[id] = f
+				}
+			})(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hr, err := generator.MarshalObject(res.Objects.HelmRelease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(hr), tc.want); n == 0 {
+				t.Errorf("no %q in the post-renderer patches:\n%s", tc.want, hr)
+			}
+			if strings.Count(string(hr), "ephemeral-disk") != strings.Count(string(hr), tc.want) {
+				t.Errorf("another ephemeral-disk size than %q:\n%s", tc.want, hr)
+			}
+		})
+	}
+}

@@ -59,10 +59,13 @@ func (r *render) scaleFromZero(v map[string]any) {
 			capacityPrefix + "memory": fmt.Sprintf("%dMi", f.RAMMB),
 			capacityPrefix + "labels": nodeGroupLabel + "=" + zg.name,
 		}
+		// The node's disk: its root volume when it boots from one, else the flavor's disk.
 		if rv, ok := section(v, "nodeGroupDefaults")["machineRootVolume"].(map[string]any); ok {
 			if size, ok := rv["diskSize"].(int); ok && size > 0 {
 				ann[capacityPrefix+"ephemeral-disk"] = fmt.Sprintf("%dGi", size)
 			}
+		} else if f.DiskGB > 0 {
+			ann[capacityPrefix+"ephemeral-disk"] = fmt.Sprintf("%dGi", f.DiskGB)
 		}
 		count, countField, hasCount := r.groupFeature(g, "autoscaler_gpu_count")
 		gpuType, typeField, hasType := r.groupFeature(g, "autoscaler_gpu_type")

@@ -170,6 +170,8 @@ type Image struct {
 type Flavor struct {
 	VCPUs int `json:"vcpus"`
 	RAMMB int `json:"ram_mb"`
+	// DiskGB is the flavor's root disk (0: none, the node boots from a volume).
+	DiskGB int `json:"disk_gb,omitempty"`
 }
 
 // SecretMaterial is what the cluster's Secrets are made of.

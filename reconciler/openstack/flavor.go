@@ -57,7 +57,7 @@ func (r *Resolver) flavorsLookup(project string, refs []string) lookup {
 		for _, ref := range refs {
 			for _, f := range all {
 				if f.ID == ref || f.Name == ref {
-					found[ref] = v1alpha1.Flavor{VCPUs: f.VCPUs, RAMMB: f.RAM}
+					found[ref] = v1alpha1.Flavor{VCPUs: f.VCPUs, RAMMB: f.RAM, DiskGB: f.Disk}
 					break
 				}
 			}

@@ -109,7 +109,7 @@ func (f *resolverFixture) fullyResolved() v1alpha1.Resolved {
 		Networks:          map[string]string{"public": publicNetID, "private": privateNetID},
 		Subnets:           map[string]string{"private-subnet": subnetID},
 		VolumeTypes:       []string{"__DEFAULT__", "ssd.fast", "HDD_Slow"},
-		Flavors:           map[string]v1alpha1.Flavor{"m1.large": {VCPUs: 4, RAMMB: 8192}, "2": {VCPUs: 2, RAMMB: 4096}},
+		Flavors:           map[string]v1alpha1.Flavor{"m1.large": {VCPUs: 4, RAMMB: 8192, DiskGB: 20}, "2": {VCPUs: 2, RAMMB: 4096, DiskGB: 20}},
 		KeystonePublicURL: f.ks.AuthURL,
 		RegionName:        f.region,
 	}
@@ -165,7 +165,7 @@ func TestResolveFillsWhatTheEventLeavesOut(t *testing.T) {
 				ev.Cluster.MasterFlavorID = "m1.gone"
 				ev.NodeGroups[0].FlavorID = "m1.gone"
 			},
-			want: func(r *v1alpha1.Resolved) { r.Flavors = map[string]v1alpha1.Flavor{"2": {VCPUs: 2, RAMMB: 4096}} }},
+			want: func(r *v1alpha1.Resolved) { r.Flavors = map[string]v1alpha1.Flavor{"2": {VCPUs: 2, RAMMB: 4096, DiskGB: 20}} }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

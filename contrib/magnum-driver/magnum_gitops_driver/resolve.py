@@ -48,7 +48,11 @@ def _flavor_list(osc):
 
 
 def flavors(osc, refs):
-    """{name-or-id: {vcpus, ram_mb}} for each referenced flavor that exists."""
+    """{name-or-id: {vcpus, ram_mb[, disk_gb]}} for each referenced flavor that exists.
+
+    disk_gb (the flavor's root disk, absent when 0) tells the autoscaler what an empty node
+    group would offer when its nodes boot from the flavor's disk.
+    """
     refs = [r for r in dict.fromkeys(refs) if r]
     if not refs:
         return {}
@@ -58,6 +62,9 @@ def flavors(osc, refs):
         for f in all_flavors:
             if ref in (getattr(f, "id", None), getattr(f, "name", None)):
                 out[ref] = {"vcpus": int(f.vcpus), "ram_mb": int(f.ram)}
+                disk = int(getattr(f, "disk", 0) or 0)
+                if disk > 0:
+                    out[ref]["disk_gb"] = disk
                 break
     return out
 
