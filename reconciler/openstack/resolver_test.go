@@ -165,7 +165,9 @@ func TestResolveFillsWhatTheEventLeavesOut(t *testing.T) {
 				ev.Cluster.MasterFlavorID = "m1.gone"
 				ev.NodeGroups[0].FlavorID = "m1.gone"
 			},
-			want: func(r *v1alpha1.Resolved) { r.Flavors = map[string]v1alpha1.Flavor{"2": {VCPUs: 2, RAMMB: 4096, DiskGB: 20}} }},
+			want: func(r *v1alpha1.Resolved) {
+				r.Flavors = map[string]v1alpha1.Flavor{"2": {VCPUs: 2, RAMMB: 4096, DiskGB: 20}}
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
