@@ -1,12 +1,10 @@
 package reconciler
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -31,10 +29,6 @@ func readDeployed(tree Tree, dir string) (*deployed, error) {
 		}
 		if !ok {
 			continue
-		}
-		key := sha256.Sum256(b)
-		if d, ok := parsedDeployed.get(key); ok {
-			return d, nil
 		}
 		var doc struct {
 			Spec struct {
@@ -68,37 +62,9 @@ func readDeployed(tree Tree, dir string) (*deployed, error) {
 				return nil, fmt.Errorf("%s: %w", path.Join(dir, f), err)
 			}
 		}
-		parsedDeployed.put(key, d)
 		return d, nil
 	}
 	return nil, nil
-}
-
-// parsedDeployed remembers parsed HelmReleases by the digest of their bytes: each event
-// plans against the file its previous event wrote, and parsing the values YAML again was a
-// sixth of planning an event. Entries are shared: nobody modifies a deployed.
-var parsedDeployed = &deployedMemo{m: map[[sha256.Size]byte]*deployed{}}
-
-// deployedMemo is a bounded map, safe for concurrent use; it forgets everything when full.
-type deployedMemo struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]*deployed
-}
-
-func (c *deployedMemo) get(k [sha256.Size]byte) (*deployed, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, ok := c.m[k]
-	return d, ok
-}
-
-func (c *deployedMemo) put(k [sha256.Size]byte, d *deployed) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= 4096 {
-		clear(c.m)
-	}
-	c.m[k] = d
 }
 
 // upgradeState is what the generator's upgrade rules compare a render with: the chart
