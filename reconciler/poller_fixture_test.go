@@ -1,7 +1,6 @@
 package reconciler_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -61,28 +60,11 @@ type pollFixture struct {
 	git       *gitserver.Server
 	repoURL   string
 	caFile    string
-	logs      *syncBuffer
+	logs      *leakcheck.Buffer
 	age       *age.X25519Identity // the repository's SOPS recipient, the same across restarts
 	secrets   []string            // the secrets of every application credential made
 	secretsMu sync.Mutex
 	clock     int // seconds added to Magnum's updated_at on every change
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newPollFixture(t *testing.T) *pollFixture {
@@ -98,8 +80,7 @@ func newPollFixture(t *testing.T) *pollFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &pollFixture{root: t, ks: ks, logs: &syncBuffer{}, age: id}
-	t.Cleanup(func() { leakcheck.Check(t, "the poller's log", []byte(f.logs.String())) })
+	f := &pollFixture{root: t, ks: ks, logs: leakcheck.Log(t, "the poller's log"), age: id}
 	var projectName string
 	f.project, projectName = ks.CreateProject(t)
 	user := ks.CreateUser(t, f.project, "member")

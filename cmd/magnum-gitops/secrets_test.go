@@ -10,13 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 
 	"filippo.io/age"
 	"github.com/getsops/sops/v3/decrypt"
-
-	"github.com/magnum-gitops/magnum-gitops/fixtures"
 )
 
 // sopsConfigFile writes a configuration with a fresh age recipient and digest key.
@@ -111,7 +109,10 @@ func TestRenderEncryptsAndIsIdempotent(t *testing.T) {
 // written, and everything printed, for the fixtures' secret values.
 func TestNoSecretInClear(t *testing.T) {
 	t.Parallel()
-	secrets := fixtureSecretValues(t)
+	secrets, err := leakcheck.Secrets()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(secrets) < 5 {
 		t.Fatalf("only %d secret values found in the fixtures", len(secrets))
 	}
@@ -146,50 +147,6 @@ func TestNoSecretInClear(t *testing.T) {
 	check("render -o yaml", []byte(yamlOut))
 	jsonOut, _, _ := run(t, "", "render", "-f", fixture, "-o", "json")
 	check("render -o json", []byte(jsonOut))
-}
-
-// fixtureSecretValues collects the application credential secrets and the private key
-// bodies of every fixture event.
-func fixtureSecretValues(t *testing.T) []string {
-	t.Helper()
-	names, err := fixtures.EventNames()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	var out []string
-	add := func(s string) {
-		if len(s) >= 16 && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	for _, n := range names {
-		data, _ := fixtures.Events.ReadFile("events/" + n)
-		ev, err := v1alpha1.DecodeEvent(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Secrets == nil {
-			continue
-		}
-		if ac := ev.Secrets.ApplicationCredential; ac != nil {
-			add(ac.Secret.Reveal())
-		}
-		if c := ev.Secrets.Certificates; c != nil {
-			for _, kp := range []*v1alpha1.KeyPair{c.CA, c.Etcd, c.FrontProxy, c.MagnumClient} {
-				if kp == nil {
-					continue
-				}
-				for _, line := range strings.Split(kp.Key.Reveal(), "\n") {
-					if !strings.HasPrefix(line, "-----") {
-						add(line)
-					}
-				}
-			}
-		}
-	}
-	return out
 }
 
 func keys(m map[string][]byte) []string {

@@ -45,26 +45,7 @@ func TestMain(m *testing.M) {
 type serveProcess struct {
 	cmd  *exec.Cmd
 	addr string
-	logs *lockedBuffer
-}
-
-// lockedBuffer collects a subprocess's stderr: exec's copying goroutine writes while the
-// test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
+	logs *leakcheck.Buffer
 }
 
 func freeAddr(t *testing.T) string {
@@ -94,9 +75,8 @@ func startServeWith(t *testing.T, args []string) *serveProcess {
 	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "MAGNUM_GITOPS_RUN_MAIN=1")
-	p := &serveProcess{cmd: cmd, addr: addr, logs: &lockedBuffer{}}
+	p := &serveProcess{cmd: cmd, addr: addr, logs: leakcheck.Log(t, "serve's log")}
 	cmd.Stderr = p.logs
-	t.Cleanup(func() { leakcheck.Check(t, "serve's log", []byte(p.logs.String())) })
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

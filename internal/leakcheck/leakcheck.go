@@ -6,7 +6,6 @@ package leakcheck
 
 import (
 	"bytes"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -119,18 +118,19 @@ func Check(t testing.TB, where string, data []byte) {
 	}
 }
 
-// Writer returns a writer whose whole output is checked when the test ends.
-func Writer(t testing.TB, where string) io.Writer {
+// Log returns a buffer for a log or a subprocess's output, safe for concurrent writes,
+// whose whole content is checked when the test ends; where says what it holds.
+func Log(t testing.TB, where string) *Buffer {
 	t.Helper()
-	w := &buffer{}
-	t.Cleanup(func() { Check(t, where, w.bytes()) })
-	return w
+	b := &Buffer{}
+	t.Cleanup(func() { Check(t, where, []byte(b.String())) })
+	return b
 }
 
 // Logger returns a JSON logger whose every line is checked when the test ends.
 func Logger(t testing.TB) *slog.Logger {
 	t.Helper()
-	return slog.New(slog.NewJSONHandler(Writer(t, "the log"), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return slog.New(slog.NewJSONHandler(Log(t, "the log"), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // Repo checks every object of the Git repository at dir: every version of every file, every
@@ -167,20 +167,23 @@ func Repos(t testing.TB, root string) {
 	}
 }
 
-// buffer is a bytes.Buffer safe for the concurrent writes of a logger and a subprocess.
-type buffer struct {
+// Buffer is a bytes.Buffer safe for the concurrent writes of a logger or of exec's copying
+// goroutine while the test reads it.
+type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (w *buffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (w *Buffer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
 }
 
-func (w *buffer) bytes() []byte {
+// String returns what was written so far.
+func (w *Buffer) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return bytes.Clone(w.b.Bytes())
+	return w.b.String()
 }
