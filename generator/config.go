@@ -137,6 +137,14 @@ type FluxConfig struct {
 	MaxHistory int `json:"max_history"`
 	// DriftDetection is the HelmRelease driftDetection.mode: enabled, warn or disabled.
 	DriftDetection string `json:"drift_detection"`
+	// Layout is how Flux applies the tree: LayoutSingle (default) or LayoutPerNamespace,
+	// whose GitRepositories and Kustomizations reconcile at Interval and time out after
+	// Timeout, retrying after RetryInterval.
+	Layout string `json:"layout"`
+	// Git is the repository the per-namespace GitRepositories fetch (per-namespace only).
+	Git FluxGitConfig `json:"git,omitempty"`
+	// DecryptionSecret holds the age key the per-namespace Kustomizations decrypt with.
+	DecryptionSecret string `json:"decryption_secret"`
 }
 
 // Duration is a time.Duration written as Go/Kubernetes duration text ("5m", "1h30m").
@@ -204,6 +212,9 @@ func DefaultConfig() Config {
 			UninstallTimeout: Duration{30 * time.Minute},
 			MaxHistory:       10,
 			DriftDetection:   "warn",
+			Layout:           LayoutSingle,
+			Git:              FluxGitConfig{Branch: defaultGitBranch},
+			DecryptionSecret: defaultDecryptionSecret,
 		},
 	}
 }
@@ -280,6 +291,7 @@ func (c *Config) Validate() error {
 	if !slices.Contains(choiceFlux, f.DriftDetection) {
 		p.add("flux.drift_detection", "must be one of enabled, warn, disabled, got %q", f.DriftDetection)
 	}
+	f.validateLayout(&p, c.Format)
 	if c.Format != FormatFlux && c.Format != FormatArgo {
 		p.add("format", "must be flux or argo, got %q", c.Format)
 	}

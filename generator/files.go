@@ -72,6 +72,7 @@ func ClusterDir(cfg *Config, namespace, release string) string {
 // Files lays the result out as a repository change:
 //
 //	<path>/sources/<kind>-<name>.yaml          shared chart source
+//	<path>/flux/<kind>-<namespace>.yaml        per-namespace layout: its GitRepository, Kustomization
 //	<path>/<namespace>/namespace.yaml
 //	<path>/<namespace>/<R>/helmrelease.yaml
 //	<path>/<namespace>/<R>/secret-<name>.yaml  (or .sops.yaml)
@@ -117,6 +118,11 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 	}
 	if err := add(path.Join(cfg.Flux.Path, res.Namespace, NamespaceFile), o.Namespace); err != nil {
 		return nil, err
+	}
+	for _, l := range o.Layout {
+		if err := add(layoutFile(cfg, l), l); err != nil {
+			return nil, err
+		}
 	}
 	var deploy any = o.HelmRelease
 	if o.Application != nil {

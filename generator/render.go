@@ -55,6 +55,9 @@ type Objects struct {
 	Application *unstructured.Unstructured
 	// Secrets are plaintext: how they reach Git (SOPS, or not at all) is the caller's choice.
 	Secrets []*corev1.Secret
+	// Layout are the namespace's GitRepository and Kustomization in the per-namespace
+	// layout; empty in the single layout.
+	Layout []Object
 }
 
 // Render renders one event with the given configuration. It checks the whole input first
@@ -93,6 +96,7 @@ func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
 		} else {
 			res.Objects.Source = r.source()
 			res.Objects.HelmRelease = r.helmRelease(res.Namespace, res.Values, res.Objects.Source)
+			res.Objects.Layout = layoutObjects(cfg, res.Namespace)
 		}
 		res.Objects.Secrets = append(r.secrets(res.Namespace), r.registrySecret(res.Namespace)...)
 	}

@@ -108,3 +108,9 @@ func IsUUIDLike(s string) bool {
 	}
 	return true
 }
+
+// FluxObjectName names a project namespace's own GitRepository and Kustomization (in the
+// Flux namespace) in the per-namespace repository layout: the namespace's name, unique and
+// never reused. The generator writes them under this name, serve asks them to reconcile,
+// and the status reader finds the revision they applied.
+func FluxObjectName(namespace string) string { return namespace }

@@ -107,5 +107,34 @@ func TestResync(t *testing.T) {
 	if got := commits() - before; got != 1+1+4 {
 		t.Errorf("%d commits since the events, want 6 (hand edit, its resync, 4 upgrades)", got)
 	}
+
+	// Switching to the per-namespace layout: resync writes each namespace's GitRepository
+	// and Kustomization once (with its first cluster's plan) and changes nothing else.
+	layout := cfg
+	layout.Flux.Layout, layout.Flux.Git.URL = generator.LayoutPerNamespace, "https://git.example.org/cloud/magnum-clusters.git"
+	perNS := upgraded
+	perNS.Config = &layout
+	plans, err = perNS.ResyncPlans(ctx, sink.Repo, nil)
+	if err != nil || len(plans) == 0 {
+		t.Fatalf("switching the layout: %d plans, %v", len(plans), err)
+	}
+	written := map[string]bool{}
+	for _, pl := range plans {
+		for _, f := range pl.Paths() {
+			if path.Dir(f) != path.Join(layout.Flux.Path, generator.FluxDir) {
+				t.Errorf("%s: switching the layout changes %s", pl.Result.ReleaseName, f)
+			}
+			written[f] = true
+		}
+		if _, err := sink.Resync(ctx, &perNS, pl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(written) != 2*2 { // two projects among the fixtures
+		t.Errorf("switching the layout wrote %d files, want a GitRepository and a Kustomization for each of 2 namespaces: %v", len(written), written)
+	}
+	if plans, err := perNS.ResyncPlans(ctx, sink.Repo, nil); err != nil || len(plans) != 0 {
+		t.Errorf("after the layout's resync: %d plans, %v; want none", len(plans), err)
+	}
 	gitOut(t, dir, "fsck", "--strict")
 }

@@ -123,7 +123,7 @@ func deleting(v View, o Objects, opts Options, cc conditionCache) (v1alpha1.Clus
 
 // progress returns what blocks a create or update, nil when it is done.
 func progress(v View, o Objects, opts Options, cc conditionCache) *blocker {
-	if b := gitopsChain(v, o, cc); b != nil {
+	if b := gitopsChain(v, o, opts, cc); b != nil {
 		return b
 	}
 	if o.Cluster == nil {
@@ -166,10 +166,10 @@ func progress(v View, o Objects, opts Options, cc conditionCache) *blocker {
 
 // gitopsChain reports what stands between the commit and Helm: Flux not having applied
 // the revision, the HelmRelease not yet reconciled, or Helm failing.
-func gitopsChain(v View, o Objects, cc conditionCache) *blocker {
+func gitopsChain(v View, o Objects, opts Options, cc conditionCache) *blocker {
 	if k := o.Kustomization; k != nil && v.Revision != "" {
 		applied := stringAt(k, "status", "lastAppliedRevision")
-		if !strings.Contains(applied, v.Revision) {
+		if applied == "" || !opts.includes(applied, v.Revision) {
 			return &blocker{reason: fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none"))}
 		}
 	}

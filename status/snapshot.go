@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
@@ -60,6 +61,10 @@ type Snapshot struct {
 	// Kustomization names (namespace/name) the Flux Kustomization whose applied revision is
 	// compared with a view's Revision; DefaultKustomization unless set.
 	Kustomization string
+	// PerNamespace, in the per-namespace repository layout, is the Flux namespace in which
+	// each project namespace has its own Kustomization (magnum.FluxObjectName): a
+	// cluster's revision is compared with what that one applied.
+	PerNamespace string
 }
 
 // TakeSnapshot lists every kind once. A kind whose CRD is absent contributes nothing
@@ -108,8 +113,17 @@ func clusterOf(o *unstructured.Unstructured) string {
 func (s *Snapshot) Objects(v View) Objects {
 	o := Classify(s.byCluster[v.Namespace+"/"+v.StackID], v.StackID, v.Namespace)
 	o.AddonsUnknown = s.addonsUnknown
-	o.Kustomization = s.kustomizations[s.Kustomization]
+	o.Kustomization = s.kustomizations[s.KustomizationFor(v.Namespace)]
 	return o
+}
+
+// KustomizationFor names (namespace/name) the Kustomization that applies a namespace's
+// clusters.
+func (s *Snapshot) KustomizationFor(namespace string) string {
+	if s.PerNamespace != "" {
+		return s.PerNamespace + "/" + magnum.FluxObjectName(namespace)
+	}
+	return s.Kustomization
 }
 
 // Sweep judges every cluster from one snapshot. When the management cluster cannot be
@@ -181,13 +195,23 @@ func Unreadable(v View, err error) Report {
 	return r
 }
 
-// AppliedRevision is the revision the Flux Kustomization last applied
-// (status.lastAppliedRevision, e.g. "main@sha1:…"); ok is false when the Kustomization is
-// not in the snapshot.
-func (s *Snapshot) AppliedRevision() (string, bool) {
-	k := s.kustomizations[s.Kustomization]
+// AppliedRevision is the revision the Flux Kustomization that applies a namespace last
+// applied (status.lastAppliedRevision, e.g. "main@sha1:…"); ok is false when the
+// Kustomization is not in the snapshot.
+func (s *Snapshot) AppliedRevision(namespace string) (string, bool) {
+	k := s.kustomizations[s.KustomizationFor(namespace)]
 	if k == nil {
 		return "", false
 	}
 	return stringAt(k, "status", "lastAppliedRevision"), true
+}
+
+// AppliedCommit is the commit id in a Flux revision: "main@sha1:<id>" (Flux v2.1 and
+// later), "sha1:<id>" or the older "main/<id>"; empty when there is none.
+func AppliedCommit(revision string) string {
+	id := revision[strings.LastIndexAny(revision, ":/")+1:]
+	if len(id) != 40 || strings.Trim(id, "0123456789abcdef") != "" {
+		return ""
+	}
+	return id
 }

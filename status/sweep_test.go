@@ -126,3 +126,75 @@ func TestSweepWaitsForFluxRevision(t *testing.T) {
 		t.Errorf("with the applied revision: %+v", r)
 	}
 }
+
+// TestSweepRevisionIncludedLater: Flux applies the branch head, so on a busy repository the
+// revision it applied is a later commit than the operation's; Options.Includes (the Git
+// history) decides, and a later revision that includes the commit is no longer waited for.
+func TestSweepRevisionIncludedLater(t *testing.T) {
+	t.Parallel()
+	sf := loadStates(t)["02-flux-revision-not-applied.yaml"]
+	v, _, opts := sf.inputs(t)
+	objs, err := status.LoadObjects(bytes.NewReader(sf.Objects))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	opts.Includes = func(applied, revision string) bool {
+		asked = append(asked, status.AppliedCommit(applied)+" "+revision)
+		return true
+	}
+	r := status.Sweep(context.Background(), status.StaticSource(objs), []status.View{v}, opts)[0]
+	if r.Status != v1alpha1.UpdateComplete {
+		t.Errorf("report = %+v", r)
+	}
+	if want := "0123456789abcdef0123456789abcdef01234567 " + v.Revision; len(asked) != 1 || asked[0] != want {
+		t.Errorf("Includes asked %q, want %q", asked, want)
+	}
+}
+
+// TestAppliedCommit reads the commit out of each spelling of a Flux revision.
+func TestAppliedCommit(t *testing.T) {
+	t.Parallel()
+	const id = "0123456789abcdef0123456789abcdef01234567"
+	for in, want := range map[string]string{
+		"main@sha1:" + id: id, "sha1:" + id: id, "main/" + id: id, id: id,
+		"": "", "main@sha1:0123": "", "main@sha256:" + id + id[:24]: "", "main@sha1:" + strings.ToUpper(id): "",
+	} {
+		if got := status.AppliedCommit(in); got != want {
+			t.Errorf("AppliedCommit(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSnapshotPerNamespace: in the per-namespace layout each project namespace's own
+// Kustomization decides, not the root one.
+func TestSnapshotPerNamespace(t *testing.T) {
+	t.Parallel()
+	ks := func(name, applied string) *unstructured.Unstructured {
+		k := &unstructured.Unstructured{}
+		k.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
+		k.SetKind("Kustomization")
+		k.SetNamespace("flux-system")
+		k.SetName(name)
+		_ = unstructured.SetNestedField(k.Object, applied, "status", "lastAppliedRevision")
+		return k
+	}
+	snap, err := status.TakeSnapshot(context.Background(), status.StaticSource([]*unstructured.Unstructured{
+		ks("magnum-clusters", "main@sha1:root"), ks("magnum-p1", "main@sha1:one"), ks("magnum-p2", "main@sha1:two")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := snap.AppliedRevision("magnum-p2"); !ok || got != "main@sha1:root" {
+		t.Errorf("single layout: %q %v", got, ok)
+	}
+	snap.PerNamespace = "flux-system"
+	for ns, want := range map[string]string{"magnum-p1": "main@sha1:one", "magnum-p2": "main@sha1:two", "magnum-p3": ""} {
+		got, ok := snap.AppliedRevision(ns)
+		if got != want || ok != (want != "") {
+			t.Errorf("per-namespace %s: %q %v, want %q", ns, got, ok, want)
+		}
+		if k := snap.Objects(status.View{Namespace: ns}).Kustomization; (k != nil) != (want != "") {
+			t.Errorf("per-namespace %s: Objects found Kustomization %v", ns, k != nil)
+		}
+	}
+}

@@ -56,6 +56,14 @@ func loadConfig(path string) (*fileConfig, error) {
 			}
 		}
 	}
+	// The per-namespace GitRepositories fetch the repository serve pushes to, unless the
+	// file says how Flux reaches it (another host name, ssh).
+	if f := &cfg.Flux; f.Layout == generator.LayoutPerNamespace && f.Git.URL == "" && checkGitURL(cfg.Git.URL) == nil {
+		f.Git.URL = cfg.Git.URL
+		if cfg.Git.Branch != "" {
+			f.Git.Branch = cfg.Git.Branch
+		}
+	}
 	if err := loadRegistryFiles(&cfg.Registries, filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}

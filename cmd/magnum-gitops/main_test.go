@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 )
@@ -167,6 +168,8 @@ func TestConfig(t *testing.T) {
 	os.WriteFile(deployed, []byte(doc.Data["config.yaml"]), 0o644)
 	if c, err := loadConfig(deployed); err != nil || c.Serve.Listen != "0.0.0.0:8080" {
 		t.Errorf("deploy/service/config.yaml: %v", err)
+	} else if c.Flux.Layout != generator.LayoutPerNamespace || c.Flux.Git.URL != c.Git.URL {
+		t.Errorf("deploy/service/config.yaml: layout %q fetching %q, want per-namespace fetching git.url", c.Flux.Layout, c.Flux.Git.URL)
 	} else if _, err := sopsenc.New(sopsenc.Options{AgeRecipients: c.Sops.AgeRecipients, DigestKey: make([]byte, 32)}); err != nil {
 		t.Errorf("deploy/service/config.yaml sops.age_recipients: %v", err)
 	}
@@ -187,6 +190,16 @@ func TestConfig(t *testing.T) {
 	os.WriteFile(bad, []byte("flux:\n  interval: soon\n"), 0o644)
 	if _, err := loadConfig(bad); err == nil || !strings.Contains(err.Error(), "invalid duration") {
 		t.Errorf("bad duration: %v", err)
+	}
+	// The per-namespace layout's GitRepositories fetch git.url unless flux.git says otherwise.
+	layout := filepath.Join(t.TempDir(), "layout.yaml")
+	os.WriteFile(layout, []byte("flux:\n  layout: per-namespace\ngit:\n  url: https://git.example.org/c.git\n  branch: clusters\n"), 0o644)
+	if c, err := loadConfig(layout); err != nil || c.Flux.Git.URL != "https://git.example.org/c.git" || c.Flux.Git.Branch != "clusters" {
+		t.Errorf("per-namespace layout from git.url: %+v %v", c.Flux.Git, err)
+	}
+	os.WriteFile(layout, []byte("flux:\n  layout: per-namespace\n"), 0o644)
+	if _, err := loadConfig(layout); err == nil || !strings.Contains(err.Error(), "flux.git.url") {
+		t.Errorf("per-namespace layout without a repository: %v", err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/magnum-gitops/magnum-gitops/status/kube"
 )
@@ -95,6 +96,9 @@ func (o *statusOptions) run(ctx context.Context, w io.Writer, filter []string) e
 	snap, snapErr := status.TakeSnapshot(tctx, src)
 	if snapErr == nil {
 		snap.Kustomization = o.kustomization
+		if file.Flux.Layout == generator.LayoutPerNamespace {
+			snap.PerNamespace = file.Flux.SourceNamespace
+		}
 	}
 	if len(views) == 0 {
 		if snapErr != nil {

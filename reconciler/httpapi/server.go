@@ -29,9 +29,10 @@ type Server struct {
 	Clusters *reconciler.Clusters
 	// Status judges a cluster from the management cluster (GET …/status); nil answers 503.
 	Status report.Lookup
-	// Applied reports the revision Flux last applied (the Kustomization's
-	// lastAppliedRevision); nil when unknown.
-	Applied func() (string, bool)
+	// Applied reports the revision Flux last applied to a namespace (its Kustomization's
+	// lastAppliedRevision) and whether that includes revision; known is false when there
+	// is no such Kustomization. Nil when there is no management cluster.
+	Applied func(namespace, revision string) (applied string, includes, known bool)
 	// Tokens are the accepted bearer tokens.
 	Tokens Tokens
 	// AcceptClientCerts lets a verified TLS client certificate stand for a token.
@@ -161,9 +162,9 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
 	a := clusterAnswer{UUID: rec.Event.Cluster.UUID, StackID: rec.StackID, Namespace: rec.Namespace,
 		EventID: rec.Event.ID, Operation: string(rec.Event.Operation), Revision: rec.Revision, UpdatedAt: rec.At}
 	if s.Applied != nil {
-		if applied, known := s.Applied(); known {
+		if applied, done, known := s.Applied(rec.Namespace, rec.Revision); known {
 			a.AppliedRevision = applied
-			done := rec.Revision != "" && strings.Contains(applied, rec.Revision)
+			done = done && rec.Revision != ""
 			a.Applied = &done
 		}
 	}
@@ -185,9 +186,9 @@ func (s *Server) getStatus(w http.ResponseWriter, r *http.Request) {
 		a := statusAnswer{Report: rep}
 		if rec, ok := s.Clusters.Get(rep.ClusterUUID); ok {
 			a.EventID, a.Revision.Desired = rec.Event.ID, rec.Revision
-		}
-		if s.Applied != nil {
-			a.Revision.Applied, _ = s.Applied()
+			if s.Applied != nil {
+				a.Revision.Applied, _, _ = s.Applied(rec.Namespace, rec.Revision)
+			}
 		}
 		writeJSON(w, http.StatusOK, a)
 	}

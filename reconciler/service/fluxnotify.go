@@ -4,14 +4,21 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
@@ -25,7 +32,8 @@ var gitRepositoryGVK = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io"
 
 // ReconcileRequest names the Flux GitRepository (namespace/name) to annotate after each
 // push, so that a commit reaches the cluster in about a second instead of up to one
-// GitRepository interval later. The zero value requests nothing.
+// GitRepository interval later; in the per-namespace layout, the root GitRepository, next
+// to each changed namespace's own. The zero value requests nothing.
 type ReconcileRequest struct {
 	Namespace string
 	Name      string
@@ -37,65 +45,117 @@ func (r ReconcileRequest) Enabled() bool { return r.Name != "" }
 // String is namespace/name, as in Flux's own messages.
 func (r ReconcileRequest) String() string { return r.Namespace + "/" + r.Name }
 
-// reconcileRequester annotates the GitRepository after pushes. Requests coalesce: pushes
-// that happen while a patch is in flight cause one more patch, not one each, so a burst of
-// group commits costs the API server a few writes, and an unreachable API server never
-// delays the answer to an event (source-controller still polls at its interval).
+// reconcileRequester annotates GitRepositories after pushes. Requests coalesce: pushes
+// that happen while patches are in flight cause one more patch per GitRepository, not one
+// each, so a burst of group commits costs the API server a few writes, and an unreachable
+// API server never delays the answer to an event (source-controller still polls at its
+// interval).
+//
+// In the per-namespace layout (generator.LayoutPerNamespace) a push asks the GitRepository
+// of each namespace it changed, and the root one (target) only when it changed what the
+// root applies (<path>/flux, <path>/sources): the other namespaces are not rebuilt for it.
 type reconcileRequester struct {
-	kube    client.Client
-	target  ReconcileRequest
-	log     *slog.Logger
-	now     func() time.Time
-	pending chan struct{}
+	kube   client.Client
+	target ReconcileRequest
+	// perNamespace is the namespace of the per-namespace GitRepositories; empty in the
+	// single layout. rootPaths are the path prefixes the root GitRepository applies.
+	perNamespace string
+	rootPaths    []string
+	log          *slog.Logger
+	now          func() time.Time
+	wake         chan struct{}
 
 	mu        sync.Mutex
+	pending   map[types.NamespacedName]struct{}
 	requested map[string]struct{} // revisions already requested
 }
 
-func newReconcileRequester(kube client.Client, target ReconcileRequest, log *slog.Logger) *reconcileRequester {
-	return &reconcileRequester{kube: kube, target: target, log: log, now: time.Now, pending: make(chan struct{}, 1),
-		requested: map[string]struct{}{}}
+func newReconcileRequester(kube client.Client, target ReconcileRequest, flux generator.FluxConfig, log *slog.Logger) *reconcileRequester {
+	r := &reconcileRequester{kube: kube, target: target, log: log, now: time.Now, wake: make(chan struct{}, 1),
+		pending: map[types.NamespacedName]struct{}{}, requested: map[string]struct{}{}}
+	if flux.Layout == generator.LayoutPerNamespace {
+		r.perNamespace = flux.SourceNamespace
+		r.rootPaths = []string{path.Join(flux.Path, generator.FluxDir) + "/", path.Join(flux.Path, "sources") + "/"}
+	}
+	return r
 }
 
-// request asks for a reconcile after a push; it never blocks.
-func (r *reconcileRequester) request() {
+// request asks for a reconcile of what a push changed in namespace (paths: the changed
+// paths, nil when unknown); it never blocks.
+func (r *reconcileRequester) request(namespace string, paths []string) {
 	if r == nil {
 		return
 	}
+	r.mu.Lock()
+	for _, t := range r.targets(namespace, paths) {
+		r.pending[t] = struct{}{}
+	}
+	r.mu.Unlock()
 	select {
-	case r.pending <- struct{}{}:
-	default: // one is already pending; it will see this push too
+	case r.wake <- struct{}{}:
+	default: // a wake-up is already pending; it will see these too
 	}
 }
 
-// run patches the GitRepository for every pending request until ctx ends.
+// targets are the GitRepositories that fetch a change to namespace.
+func (r *reconcileRequester) targets(namespace string, paths []string) []types.NamespacedName {
+	root := types.NamespacedName{Namespace: r.target.Namespace, Name: r.target.Name}
+	if r.perNamespace == "" || namespace == "" {
+		return []types.NamespacedName{root}
+	}
+	out := []types.NamespacedName{{Namespace: r.perNamespace, Name: magnum.FluxObjectName(namespace)}}
+	for _, p := range paths {
+		if slices.ContainsFunc(r.rootPaths, func(prefix string) bool { return strings.HasPrefix(p, prefix) }) {
+			return append(out, root)
+		}
+	}
+	return out
+}
+
+// run patches every pending GitRepository until ctx ends.
 func (r *reconcileRequester) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.pending:
+		case <-r.wake:
 		}
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := r.patch(pctx)
-		cancel()
-		if err != nil {
-			r.log.Warn("requesting a Flux reconcile of the GitRepository; Flux picks the commit up at its interval instead",
-				"gitrepository", r.target.String(), "error", err)
+		r.mu.Lock()
+		batch := make([]types.NamespacedName, 0, len(r.pending))
+		for t := range r.pending {
+			batch = append(batch, t)
+		}
+		clear(r.pending)
+		r.mu.Unlock()
+		slices.SortFunc(batch, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+		for _, t := range batch {
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := r.patch(pctx, t)
+			cancel()
+			switch {
+			case err == nil:
+			case apierrors.IsNotFound(err) && t.Namespace == r.perNamespace && t.Name != r.target.Name:
+				// A new namespace's GitRepository: the root applies it, and it fetches
+				// when created.
+				r.log.Debug("no GitRepository for the namespace yet", "gitrepository", t.String())
+			default:
+				r.log.Warn("requesting a Flux reconcile of the GitRepository; Flux picks the commit up at its interval instead",
+					"gitrepository", t.String(), "error", err)
+			}
 		}
 	}
 }
 
 // patch sets the annotation the way the flux CLI does: a merge patch of metadata only, so
 // it neither conflicts with nor bumps the object's generation.
-func (r *reconcileRequester) patch(ctx context.Context) error {
+func (r *reconcileRequester) patch(ctx context.Context, t types.NamespacedName) error {
 	o := &unstructured.Unstructured{}
 	o.SetGroupVersionKind(gitRepositoryGVK)
-	o.SetNamespace(r.target.Namespace)
-	o.SetName(r.target.Name)
+	o.SetNamespace(t.Namespace)
+	o.SetName(t.Name)
 	body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ReconcileRequestAnnotation, r.now().Format(time.RFC3339Nano))
 	if err := r.kube.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(body))); err != nil {
-		return fmt.Errorf("GitRepository %s: %w", r.target, err)
+		return fmt.Errorf("GitRepository %s: %w", t, err)
 	}
 	return nil
 }
@@ -106,13 +166,13 @@ func (r *reconcileRequester) patch(ctx context.Context) error {
 func (s *Service) observe(sum reconciler.Summary, group int, took time.Duration) {
 	s.m.observe(sum, group, took)
 	if sum.Outcome == reconciler.OutcomeCommitted && sum.Revision != "" && sum.PullRequestURL == "" &&
-		s.requester.newRevision(sum.Revision) {
-		s.requester.request()
+		s.requester.newRevision(sum.Revision+"/"+sum.Namespace) {
+		s.requester.request(sum.Namespace, sum.Paths)
 	}
 }
 
-// newRevision reports whether no request was made for revision yet; the events of one
-// group commit share it. The memory is bounded: forgetting only costs a redundant request.
+// newRevision reports whether no request was made for revision (and namespace) yet; the
+// events of one group commit share it. The memory is bounded: forgetting only costs a redundant request.
 func (r *reconcileRequester) newRevision(revision string) bool {
 	if r == nil {
 		return false

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
 )
@@ -116,4 +117,46 @@ func TestReconcileRequestFailureDoesNotFailEvents(t *testing.T) {
 		return strings.Contains(h.logs.String(), "requesting a Flux reconcile of the GitRepository") &&
 			strings.Contains(h.logs.String(), "flux-system/no-such-gitrepository")
 	})
+}
+
+// TestReconcileRequestPerNamespace: in the per-namespace layout a push asks the changed
+// namespace's own GitRepository to fetch, and the root one only when the push changed what
+// the root applies (the namespace's Flux objects, a chart source): an update of one
+// cluster rebuilds its namespace alone.
+func TestReconcileRequestPerNamespace(t *testing.T) {
+	testenv.Require(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const ns = "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c" // the fixtures' project
+	root := gitRepository(t, ctx, "per-namespace-root")
+	own := gitRepository(t, ctx, ns)
+	h := start(t, func(o *service.Options) {
+		o.Kube = env.Client
+		o.ReconcileRequest = service.ReconcileRequest{Namespace: "flux-system", Name: "per-namespace-root"}
+		f := &o.Pipeline.Config.Flux
+		f.Layout, f.Git.URL = generator.LayoutPerNamespace, "https://git.example.org/cloud/magnum-clusters.git"
+	})
+	// The create writes the namespace's GitRepository and Kustomization: both fetch.
+	before := time.Now().Truncate(time.Millisecond)
+	if code, ans := h.post(fixture(t, "01-prod-a-create.yaml")); code != http.StatusOK || ans["outcome"] != "committed" {
+		t.Fatalf("create: %d %v", code, ans)
+	}
+	var rootAt, ownAt time.Time
+	waitUntil(t, ctx, func() bool {
+		rootAt, _ = requestedAt(t, ctx, root)
+		ownAt, _ = requestedAt(t, ctx, own)
+		return !rootAt.Before(before) && !ownAt.Before(before)
+	})
+	// A resize changes the cluster's directory only.
+	if code, ans := h.post(fixture(t, "02-prod-a-resize-workers.yaml")); code != http.StatusOK || ans["outcome"] != "committed" {
+		t.Fatalf("resize: %d %v", code, ans)
+	}
+	waitUntil(t, ctx, func() bool {
+		at, _ := requestedAt(t, ctx, own)
+		return at.After(ownAt)
+	})
+	time.Sleep(300 * time.Millisecond) // the root's patch, were it made, would be in the same batch
+	if at, _ := requestedAt(t, ctx, root); !at.Equal(rootAt) {
+		t.Errorf("the root GitRepository was asked to fetch (%s) for a change inside one namespace", at)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
 	"github.com/magnum-gitops/magnum-gitops/status"
@@ -93,6 +94,15 @@ type Service struct {
 	knownHealth sync.Map
 }
 
+// includes reports whether the revision Flux applied includes commit: the commit or a
+// later one with it in its history (Flux fetches the branch head, which a busy repository
+// has moved past the commit by then). The local clone answers; a head it has not fetched
+// yet counts as not including, until the next push or fetch brings it.
+func (s *Service) includes(applied, commit string) bool {
+	ok, err := s.o.Sink.Repo.Contains(status.AppliedCommit(applied), commit)
+	return err == nil && ok
+}
+
 // removal is a deleted cluster whose directory left Git, waiting for Flux to apply that.
 type removal struct {
 	rec     reconciler.ClusterRecord
@@ -137,7 +147,7 @@ func newService(o Options) (*Service, error) {
 		if o.Kube == nil {
 			return nil, errors.New("serve: a reconcile request of GitRepository " + o.ReconcileRequest.String() + " needs a management cluster client")
 		}
-		s.requester = newReconcileRequester(o.Kube, o.ReconcileRequest, o.Log)
+		s.requester = newReconcileRequester(o.Kube, o.ReconcileRequest, o.Pipeline.Config.Flux, o.Log)
 	}
 	return s, nil
 }
@@ -172,7 +182,11 @@ func (s *Service) run(ctx context.Context) error {
 		AcceptClientCerts: o.TLS != nil && o.TLS.ClientAuth >= tls.VerifyClientCertIfGiven,
 		MaxBodyBytes:      o.MaxBodyBytes, Log: o.Log}
 	if o.Status != nil {
-		s.judge = &judge{src: o.Status, clusters: s.clusters, kustomization: o.Kustomization, options: o.StatusOptions, ttl: 2 * time.Second}
+		s.judge = &judge{src: o.Status, clusters: s.clusters, kustomization: o.Kustomization, options: o.StatusOptions,
+			includes: s.includes, ttl: 2 * time.Second}
+		if f := o.Pipeline.Config.Flux; f.Layout == generator.LayoutPerNamespace {
+			s.judge.perNamespace = f.SourceNamespace
+		}
 		s.api.Status, s.api.Applied = s.judge.lookup, s.judge.applied
 	}
 
@@ -356,17 +370,16 @@ func (s *Service) deletes(ctx context.Context) {
 		}
 		s.o.Log.Info("deleted cluster's directory removed from git", "cluster", rec.Event.Cluster.UUID, "stack_id", rec.StackID, "commit", commit)
 		if commit != "" {
-			s.requester.request()
+			s.requester.request(rec.Namespace, nil)
 		}
 		s.mu.Lock()
 		s.removed[rec.Event.Cluster.UUID] = removal{rec: rec, secrets: secrets, commit: commit}
 		s.mu.Unlock()
 	}
-	applied, known := s.judge.applied()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for uuid, rm := range s.removed {
-		if rm.commit != "" && (!known || !strings.Contains(applied, rm.commit)) {
+		if _, done, _ := s.judge.applied(rm.rec.Namespace, rm.commit); rm.commit != "" && !done {
 			continue // Flux would put them back
 		}
 		if err := s.deleteSecrets(ctx, rm); err != nil {
@@ -464,10 +477,8 @@ func (s *Service) resync(ctx context.Context) {
 		}
 		if !out.NoOp() {
 			commits++
+			s.requester.request(pl.Result.Namespace, pl.Paths())
 		}
-	}
-	if commits > 0 {
-		s.requester.request()
 	}
 	s.m.resync.Observe(time.Since(start).Seconds())
 	s.o.Log.Info("resync done", "changed", commits, "duration", time.Since(start))

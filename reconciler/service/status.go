@@ -17,8 +17,13 @@ type judge struct {
 	src           status.Source
 	clusters      *reconciler.Clusters
 	kustomization string
-	options       func(now time.Time) status.Options
-	ttl           time.Duration
+	// perNamespace is the Flux namespace of the per-namespace layout's Kustomizations
+	// (status.Snapshot.PerNamespace); empty in the single layout.
+	perNamespace string
+	// includes tells whether a revision Flux applied includes a commit (status.Options.Includes).
+	includes func(applied, revision string) bool
+	options  func(now time.Time) status.Options
+	ttl      time.Duration
 
 	mu    sync.Mutex
 	snap  *status.Snapshot
@@ -40,20 +45,25 @@ func (j *judge) snapshotAfter(ctx context.Context, t time.Time) (*status.Snapsho
 		return j.snap, j.err
 	}
 	j.snap, j.err = status.TakeSnapshot(ctx, j.src)
-	if j.snap != nil && j.kustomization != "" {
-		j.snap.Kustomization = j.kustomization
+	if j.snap != nil {
+		if j.kustomization != "" {
+			j.snap.Kustomization = j.kustomization
+		}
+		j.snap.PerNamespace = j.perNamespace
 	}
 	j.taken = time.Now()
 	return j.snap, j.err
 }
 
-// applied is the revision Flux last applied, from the Kustomization.
-func (j *judge) applied() (string, bool) {
+// applied is the revision Flux last applied to a namespace, from its Kustomization, and
+// whether that includes revision (httpapi.Server.Applied).
+func (j *judge) applied(namespace, revision string) (applied string, includes, known bool) {
 	snap, err := j.snapshot(context.Background())
 	if err != nil || snap == nil {
-		return "", false
+		return "", false, false
 	}
-	return snap.AppliedRevision()
+	applied, known = snap.AppliedRevision(namespace)
+	return applied, known && applied != "" && revision != "" && j.includes(applied, revision), known
 }
 
 // lookup is the status of one cluster by Magnum UUID (report.Lookup).
@@ -81,6 +91,7 @@ func (j *judge) evaluate(ctx context.Context, rec reconciler.ClusterRecord) stat
 		return status.Unreadable(v, err)
 	}
 	opts := status.OptionsFor(rec.Event, j.options(time.Now()))
+	opts.Includes = j.includes
 	return status.Evaluate(v, snap.Objects(v), opts)
 }
 

@@ -44,6 +44,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
 // The Flux controllers hack/flux.sh builds; their CRDs are installed from the same modules.
@@ -260,13 +261,17 @@ type harness struct {
 	requestReconcile bool
 	// valuesOverlay is the configuration's values_overlay (site values over every cluster).
 	valuesOverlay map[string]any
+	// perNamespace runs the per-namespace layout (flux.layout: per-namespace, the root of
+	// deploy/flux/per-namespace); the default is the single Kustomization of deploy/flux.
+	perNamespace bool
 	// The scale test's settings (scale_test.go): a pre-rendered tree in the seed commit,
-	// the Kustomizations that replace deploy/flux's, no serve, a longer first sync.
-	seedTree       string
-	layout         func(deploy *unstructured.Unstructured) []*unstructured.Unstructured
-	kustomizations []*unstructured.Unstructured
-	noServe        bool
-	seedTimeout    time.Duration
+	// an adjustment of the root Kustomization, how many Kustomizations apply the seed, no
+	// serve, a longer first sync.
+	seedTree           string
+	adjustRoot         func(root *unstructured.Unstructured)
+	wantKustomizations int
+	noServe            bool
+	seedTimeout        time.Duration
 }
 
 // harnessOption adjusts a harness before it starts.
@@ -275,6 +280,11 @@ type harnessOption func(*harness)
 // withValuesOverlay sets the configuration's values_overlay.
 func withValuesOverlay(v map[string]any) harnessOption {
 	return func(h *harness) { h.valuesOverlay = v }
+}
+
+// withPerNamespaceLayout runs the per-namespace layout.
+func withPerNamespaceLayout() harnessOption {
+	return func(h *harness) { h.perNamespace = true }
 }
 
 // newHarness starts everything and returns once Flux has applied the seed commit.
@@ -307,7 +317,7 @@ func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnes
 	if h.seedTimeout == 0 {
 		h.seedTimeout = 3 * time.Minute
 	}
-	if h.kustomizations == nil {
+	if h.wantKustomizations == 0 {
 		h.waitApplied(seed, h.seedTimeout)
 	} else {
 		h.waitAllApplied(seed, h.seedTimeout)
@@ -409,26 +419,11 @@ func (h *harness) startAPIServer() {
 // Git smart-HTTP server with basic auth, holding one bare repository
 
 func (h *harness) startGitServer() {
-	t := h.t
 	root := filepath.Join(h.work, "git")
 	h.gitDir = filepath.Join(root, repoName)
 	h.git("", "init", "-q", "--bare", "-b", "main", h.gitDir)
 	h.git(h.gitDir, "config", "http.receivepack", "true")
 	h.git(h.gitDir, "config", "core.logAllRefUpdates", "always")
-	// Seed main with a README and the (empty) Flux path, so that the Kustomization is Ready
-	// before the first event and each step measures one change.
-	seed := filepath.Join(h.work, "seed")
-	h.git("", "clone", "-q", h.gitDir, seed)
-	os.MkdirAll(filepath.Join(seed, fluxPath), 0o755)
-	os.WriteFile(filepath.Join(seed, "README.md"), []byte("# magnum clusters\n"), 0o644)
-	os.WriteFile(filepath.Join(seed, fluxPath, "README.md"), []byte("Written by magnum-gitops.\n"), 0o644)
-	if h.seedTree != "" {
-		h.copySeedTree(seed)
-	}
-	h.git(seed, "add", ".")
-	h.git(seed, "commit", "-q", "-m", "initial")
-	h.git(seed, "push", "-q", "origin", "HEAD:main")
-
 	h.gitPassword = randomToken()
 	logf := h.logFile("git-http")
 	var logMu sync.Mutex
@@ -448,7 +443,20 @@ func (h *harness) startGitServer() {
 		backend.ServeHTTP(w, r)
 	})
 	h.gitURL = "http://" + h.serve("git", handler) + "/" + repoName
-	_ = t
+	// Seed main with a README and the (empty) Flux path, so that the Kustomization is Ready
+	// before the first event and each step measures one change; after the server is up,
+	// because a seed tree names its URL.
+	seed := filepath.Join(h.work, "seed")
+	h.git("", "clone", "-q", h.gitDir, seed)
+	os.MkdirAll(filepath.Join(seed, fluxPath), 0o755)
+	os.WriteFile(filepath.Join(seed, "README.md"), []byte("# magnum clusters\n"), 0o644)
+	os.WriteFile(filepath.Join(seed, fluxPath, "README.md"), []byte("Written by magnum-gitops.\n"), 0o644)
+	if h.seedTree != "" {
+		h.copySeedTree(seed)
+	}
+	h.git(seed, "add", ".")
+	h.git(seed, "commit", "-q", "-m", "initial")
+	h.git(seed, "push", "-q", "origin", "HEAD:main")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -542,6 +550,12 @@ func (h *harness) writeMagnumConfig() {
 	if h.requestReconcile {
 		serve["reconcile_request"] = map[string]any{"namespace": fluxNamespace, "name": sourceName}
 	}
+	flux := map[string]any{"path": fluxPath}
+	if h.perNamespace {
+		// flux.git.url defaults to git.url: the harness's Git server is Flux's too.
+		flux["layout"] = "per-namespace"
+		flux["git"] = map[string]any{"secret_ref": gitSecretName}
+	}
 	cfg := map[string]any{
 		"serve": serve,
 		"magnum": map[string]any{
@@ -551,7 +565,7 @@ func (h *harness) writeMagnumConfig() {
 			},
 		},
 		"management_cluster": map[string]any{"capo_api_versions": []string{"v1beta1"}},
-		"flux":               map[string]any{"path": fluxPath},
+		"flux":               flux,
 		"git": map[string]any{
 			"url":       h.gitURL,
 			"branch":    "main",
@@ -798,7 +812,11 @@ func (h *harness) applyDeployManifests() {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "deploy", "flux", "*.yaml"))
+	deploy := filepath.Join(testenv.RepoRoot(), "deploy", "flux")
+	if h.perNamespace {
+		deploy = filepath.Join(deploy, "per-namespace")
+	}
+	files, _ := filepath.Glob(filepath.Join(deploy, "*.yaml"))
 	var kinds []string
 	for _, f := range files {
 		for _, o := range readObjects(t, f) {
@@ -808,14 +826,8 @@ func (h *harness) applyDeployManifests() {
 				}
 			}
 			kinds = append(kinds, o.GetKind()+"/"+o.GetName())
-			if o.GroupVersionKind() == gvkKustomization && h.layout != nil {
-				h.kustomizations = h.layout(o)
-				for _, k := range h.kustomizations {
-					if err := h.c.Create(ctx, k); err != nil {
-						t.Fatalf("creating Kustomization %s: %v", k.GetName(), err)
-					}
-				}
-				continue
+			if o.GroupVersionKind() == gvkKustomization && h.adjustRoot != nil {
+				h.adjustRoot(o)
 			}
 			if err := h.c.Create(ctx, o); err != nil {
 				t.Fatalf("%s: creating %s %s: %v", filepath.Base(f), o.GetKind(), o.GetName(), err)
@@ -825,7 +837,7 @@ func (h *harness) applyDeployManifests() {
 	sort.Strings(kinds)
 	want := []string{"GitRepository/" + sourceName, "Kustomization/" + sourceName}
 	if strings.Join(kinds, ",") != strings.Join(want, ",") {
-		t.Fatalf("deploy/flux holds %v, want %v", kinds, want)
+		t.Fatalf("%s holds %v, want %v", deploy, kinds, want)
 	}
 }
 
@@ -857,9 +869,15 @@ func readObjects(t testing.TB, path string) []*unstructured.Unstructured {
 // the push (source-controller fetched the commit for it); without, it is never set.
 func (h *harness) checkReconcileRequest(pushed time.Time) {
 	h.t.Helper()
-	g, ok := h.get(gvkGitRepository, fluxNamespace, sourceName)
+	h.checkReconcileRequestOf(sourceName, pushed)
+}
+
+// checkReconcileRequestOf is checkReconcileRequest for the GitRepository named.
+func (h *harness) checkReconcileRequestOf(name string, pushed time.Time) {
+	h.t.Helper()
+	g, ok := h.get(gvkGitRepository, fluxNamespace, name)
 	if !ok {
-		h.t.Fatal("the GitRepository is gone")
+		h.t.Fatalf("the GitRepository %s is gone", name)
 	}
 	v, set := g.GetAnnotations()["reconcile.fluxcd.io/requestedAt"]
 	if !h.requestReconcile {
@@ -961,9 +979,24 @@ func (h *harness) waitFor(what string, timeout time.Duration, check func() (bool
 // waitApplied waits for the Kustomization to have applied revision and returns when.
 func (h *harness) waitApplied(revision string, timeout time.Duration) time.Time {
 	h.t.Helper()
+	return h.waitAppliedBy(sourceName, revision, timeout)
+}
+
+// fluxFor names the GitRepository and Kustomization that apply a project namespace: the
+// root ones, or in the per-namespace layout the namespace's own.
+func (h *harness) fluxFor(namespace string) string {
+	if h.perNamespace {
+		return magnum.FluxObjectName(namespace)
+	}
+	return sourceName
+}
+
+// waitAppliedBy waits for the Kustomization named to have applied revision.
+func (h *harness) waitAppliedBy(name, revision string, timeout time.Duration) time.Time {
+	h.t.Helper()
 	want := "main@sha1:" + revision
-	return h.waitFor("Kustomization "+sourceName+" to apply "+want, timeout, func() (bool, string) {
-		k, ok := h.get(gvkKustomization, fluxNamespace, sourceName)
+	return h.waitFor("Kustomization "+name+" to apply "+want, timeout, func() (bool, string) {
+		k, ok := h.get(gvkKustomization, fluxNamespace, name)
 		if !ok {
 			return false, "no Kustomization"
 		}

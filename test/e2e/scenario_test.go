@@ -124,13 +124,7 @@ func runCreateResizeDelete(t *testing.T, b *binaries, mode string, requested boo
 	events := filepath.Join(testenv.RepoRoot(), "fixtures", "events")
 	dir := t.TempDir()
 
-	prodA := readEvent(t, filepath.Join(events, "01-prod-a-create.yaml"))
-	// The second cluster: chart 0.24.1 with the OVN load balancer and allowed CIDRs, and
-	// its own Secret material (the fixture has none).
-	ovn := readEvent(t, filepath.Join(events, "18-ovn-allowed-cidrs-chart-0.24.yaml"))
-	ovn["secrets"] = deepCopy(prodA["secrets"])
-	setPath(ovn, "e2e-ovn-appcred-NOT-REAL-1c9d", "secrets", "application_credential", "secret")
-	setPath(ovn, "7a6b5c4d3e2f41a0b9c8d7e6f5a4b3c2", "secrets", "application_credential", "id")
+	a, o, ovn := twoClusters(t)
 	ovnCreate := writeEvent(t, dir, "ovn-create.yaml", ovn)
 	// Upgrade ovn to chart 0.27.0 and Kubernetes v1.34.3 (06's image), as a new template does.
 	upgrade := readEvent(t, filepath.Join(events, "06-prod-a-upgrade.yaml"))
@@ -150,19 +144,6 @@ func runCreateResizeDelete(t *testing.T, b *binaries, mode string, requested boo
 	delete(ovnDelete, "secrets")
 	ovnDeleteFile := writeEvent(t, dir, "ovn-delete.yaml", ovnDelete)
 
-	a := clusterWant{
-		event: prodA, namespace: "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c", release: "prod-a-2b7xq4mzkd5h",
-		chartVersion: "0.27.0", helmRevision: 1, kubeVersion: "v1.33.7", controlPlane: 3, cpFlavor: "m1.large",
-		workers:    map[string]workerWant{"default-worker": {3, "m1.medium"}},
-		lbProvider: "amphora",
-	}
-	o := clusterWant{
-		event: ovn, namespace: "magnum-5b2e8c1d0a9f4e3b8c7d6a5b4c3d2e1f", release: "ovn-9qd6u4oh8vxc",
-		chartVersion: "0.24.1", helmRevision: 1, kubeVersion: "v1.33.7", controlPlane: 3, cpFlavor: "m1.large",
-		workers:      map[string]workerWant{"default-worker": {3, "m1.medium"}},
-		lbProvider:   "ovn",
-		allowedCIDRs: []string{"10.0.0.0/8", "192.0.2.0/24", "2001:db8::/32"},
-	}
 	var timings []timing
 	step := func(name, event string, ready func() (bool, string), detail string) {
 		t.Helper()
@@ -239,6 +220,32 @@ func runCreateResizeDelete(t *testing.T, b *binaries, mode string, requested boo
 	timings = append(timings, h.deleteSecondPhase(t, mode, o))
 	h.checkCluster(a)
 	return timings
+}
+
+// twoClusters are the scenario's clusters in two projects: prod-a (fixture 01, chart
+// 0.27.0) and ovn (fixture 18, chart 0.24.1 with the OVN load balancer and allowed CIDRs,
+// given Secret material of its own), with ovn's create event.
+func twoClusters(t *testing.T) (a, o clusterWant, ovn map[string]any) {
+	events := filepath.Join(testenv.RepoRoot(), "fixtures", "events")
+	prodA := readEvent(t, filepath.Join(events, "01-prod-a-create.yaml"))
+	ovn = readEvent(t, filepath.Join(events, "18-ovn-allowed-cidrs-chart-0.24.yaml"))
+	ovn["secrets"] = deepCopy(prodA["secrets"])
+	setPath(ovn, "e2e-ovn-appcred-NOT-REAL-1c9d", "secrets", "application_credential", "secret")
+	setPath(ovn, "7a6b5c4d3e2f41a0b9c8d7e6f5a4b3c2", "secrets", "application_credential", "id")
+	a = clusterWant{
+		event: prodA, namespace: "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c", release: "prod-a-2b7xq4mzkd5h",
+		chartVersion: "0.27.0", helmRevision: 1, kubeVersion: "v1.33.7", controlPlane: 3, cpFlavor: "m1.large",
+		workers:    map[string]workerWant{"default-worker": {3, "m1.medium"}},
+		lbProvider: "amphora",
+	}
+	o = clusterWant{
+		event: ovn, namespace: "magnum-5b2e8c1d0a9f4e3b8c7d6a5b4c3d2e1f", release: "ovn-9qd6u4oh8vxc",
+		chartVersion: "0.24.1", helmRevision: 1, kubeVersion: "v1.33.7", controlPlane: 3, cpFlavor: "m1.large",
+		workers:      map[string]workerWant{"default-worker": {3, "m1.medium"}},
+		lbProvider:   "ovn",
+		allowedCIDRs: []string{"10.0.0.0/8", "192.0.2.0/24", "2001:db8::/32"},
+	}
+	return a, o, ovn
 }
 
 // addCAPIFinalizer adds the finalizer CAPI's cluster controller sets on a Cluster.
@@ -335,8 +342,8 @@ func (h *harness) deleteSecondPhase(t *testing.T, mode string, w clusterWant) ti
 	if !strings.Contains(msg, "Magnum-Operation: delete_cluster_secrets") {
 		t.Errorf("the second-phase commit %s says:\n%s", commit[:12], msg)
 	}
-	applied := h.waitApplied(commit, 3*time.Minute)
-	h.checkReconcileRequest(removed.Add(-time.Second))
+	applied := h.waitAppliedBy(h.fluxFor(w.namespace), commit, 3*time.Minute)
+	h.checkReconcileRequestOf(h.fluxFor(w.namespace), removed.Add(-time.Second))
 	done := h.waitFor("the deleted cluster's Secrets to leave the API server", 2*time.Minute, func() (bool, string) {
 		var left []string
 		for _, suffix := range []string{"ca", "etcd", "proxy", "sa", "cloud-credentials"} {
@@ -349,7 +356,7 @@ func (h *harness) deleteSecondPhase(t *testing.T, mode string, w clusterWant) ti
 		return len(left) == 0, fmt.Sprintf("Secrets left: %v", left)
 	})
 	// kustomize-controller no longer tracks them either.
-	k, _ := h.get(gvkKustomization, fluxNamespace, sourceName)
+	k, _ := h.get(gvkKustomization, fluxNamespace, h.fluxFor(w.namespace))
 	entries, _, _ := unstructured.NestedSlice(k.Object, "status", "inventory", "entries")
 	for _, e := range entries {
 		if id, _ := e.(map[string]any)["id"].(string); strings.HasPrefix(id, w.namespace+"_"+w.release) {
@@ -624,7 +631,7 @@ func (h *harness) secret(w clusterWant, suffix string) *corev1.Secret {
 	if s.Annotations["kustomize.toolkit.fluxcd.io/prune"] != "disabled" {
 		t.Errorf("Secret %s: annotations %v lack kustomize.toolkit.fluxcd.io/prune: disabled", name, s.Annotations)
 	}
-	if s.Labels["cluster.x-k8s.io/cluster-name"] != w.release || s.Labels["kustomize.toolkit.fluxcd.io/name"] != sourceName {
+	if s.Labels["cluster.x-k8s.io/cluster-name"] != w.release || s.Labels["kustomize.toolkit.fluxcd.io/name"] != h.fluxFor(w.namespace) {
 		t.Errorf("Secret %s: labels %v: want the cluster's and the Kustomization's", name, s.Labels)
 	}
 	if len(s.Data) == 0 {

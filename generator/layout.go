@@ -1,0 +1,139 @@
+package generator
+
+import (
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Layouts: how Flux applies the tree under flux.path.
+const (
+	// LayoutSingle is one Kustomization over flux.path (deploy/flux). Every commit makes
+	// kustomize-controller build, decrypt and dry-run apply every cluster; fine for
+	// hundreds of clusters.
+	LayoutSingle = "single"
+	// LayoutPerNamespace gives each project namespace its own GitRepository, sparse-checked
+	// out to the namespace's directory, and its own Kustomization, written by the generator
+	// under <path>/flux/. The root Kustomization (deploy/flux/per-namespace) applies only
+	// <path>/flux and <path>/sources. A commit is then applied where serve requests a
+	// reconcile (the namespaces it touched) in the time one namespace takes; the others
+	// pick the revision up at flux.interval.
+	LayoutPerNamespace = "per-namespace"
+)
+
+// FluxDir is the directory, under flux.path, of the per-namespace Flux objects.
+const FluxDir = "flux"
+
+// Defaults of the per-namespace objects.
+const (
+	defaultGitBranch        = "main"
+	defaultDecryptionSecret = "sops-age"
+)
+
+// FluxGitConfig is the Git repository the per-namespace GitRepositories fetch: the one
+// magnum-gitops pushes to, as Flux reaches it.
+type FluxGitConfig struct {
+	// URL is the repository's URL as source-controller fetches it.
+	URL string `json:"url,omitempty"`
+	// Branch is the branch Flux follows ("main").
+	Branch string `json:"branch,omitempty"`
+	// SecretRef names the Secret, in flux.source_namespace, with the credentials.
+	SecretRef string `json:"secret_ref,omitempty"`
+}
+
+// layoutObjects returns the GitRepository and Kustomization that apply one project
+// namespace in the per-namespace layout, or nil in the single layout.
+func layoutObjects(cfg *Config, namespace string) []Object {
+	f := cfg.Flux
+	if f.Layout != LayoutPerNamespace {
+		return nil
+	}
+	name := magnum.FluxObjectName(namespace)
+	dir := "./" + path.Join(f.Path, namespace)
+	labels := map[string]string{magnum.LabelManagedBy: magnum.ManagedBy}
+	repo := &sourcev1.GitRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.SourceNamespace, Labels: labels},
+		Spec: sourcev1.GitRepositorySpec{
+			URL:       f.Git.URL,
+			Reference: &sourcev1.GitRepositoryRef{Branch: f.Git.Branch},
+			Interval:  metav1.Duration{Duration: f.Interval.Duration},
+			// Only the namespace's directory: the artifact kustomize-controller downloads,
+			// unpacks and builds holds this project's clusters, not every cluster.
+			SparseCheckout: []string{dir},
+		},
+	}
+	if f.Git.SecretRef != "" {
+		repo.Spec.SecretRef = &meta.LocalObjectReference{Name: f.Git.SecretRef}
+	}
+	ks := &kustomizev1.Kustomization{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.SourceNamespace, Labels: labels},
+		Spec: kustomizev1.KustomizationSpec{
+			Interval:      metav1.Duration{Duration: f.Interval.Duration},
+			RetryInterval: &metav1.Duration{Duration: f.RetryInterval.Duration},
+			SourceRef:     kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: name},
+			Path:          dir,
+			// As deploy/flux: pruning uninstalls deleted HelmReleases; the Secrets carry the
+			// prune guard; readiness comes from CAPI, not from waiting here.
+			Prune:   true,
+			Wait:    false,
+			Timeout: &metav1.Duration{Duration: f.Timeout.Duration},
+			Decryption: &kustomizev1.Decryption{Provider: "sops",
+				SecretRef: &meta.LocalObjectReference{Name: f.DecryptionSecret}},
+		},
+	}
+	return []Object{repo, ks}
+}
+
+// layoutFile is where a per-namespace object lives: <path>/flux/<kind>-<name>.yaml.
+func layoutFile(cfg *Config, o Object) string {
+	return path.Join(cfg.Flux.Path, FluxDir, sourceFile(o))
+}
+
+// validateLayout checks the flux.layout options.
+func (f *FluxConfig) validateLayout(p *problems, format string) {
+	switch f.Layout {
+	case LayoutSingle:
+		return
+	case LayoutPerNamespace:
+	default:
+		p.add("flux.layout", "must be %s or %s, got %q", LayoutSingle, LayoutPerNamespace, f.Layout)
+		return
+	}
+	if format == FormatArgo {
+		p.add("flux.layout", "%s needs format flux: Argo CD applies each Application itself", LayoutPerNamespace)
+	}
+	// The URL lands in Git in clear: never quote it (it may carry a token), refuse a password.
+	u, err := url.Parse(f.Git.URL)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "ssh"):
+		p.add("flux.git.url", "must be the repository as source-controller fetches it (an https://, http:// or ssh:// URL)")
+	case hasPassword(u):
+		p.add("flux.git.url", "must not carry a password or token: name the Secret that holds it in flux.git.secret_ref")
+	}
+	if f.Git.Branch == "" || strings.ContainsAny(f.Git.Branch, " ~^:?*[\\") {
+		p.add("flux.git.branch", "must be a branch name, got %q", f.Git.Branch)
+	}
+	if f.Git.SecretRef != "" && magnum.SanitizedName(f.Git.SecretRef) != f.Git.SecretRef {
+		p.add("flux.git.secret_ref", "must be a Secret name, got %q", f.Git.SecretRef)
+	}
+	if f.DecryptionSecret == "" || magnum.SanitizedName(f.DecryptionSecret) != f.DecryptionSecret {
+		p.add("flux.decryption_secret", "must be a Secret name, got %q", f.DecryptionSecret)
+	}
+	if path.Clean(f.Path) != f.Path {
+		p.add("flux.path", "must be a clean path with the per-namespace layout (sparse checkout), got %q", f.Path)
+	}
+}
+
+func hasPassword(u *url.URL) bool {
+	_, ok := u.User.Password()
+	return ok
+}

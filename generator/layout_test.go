@@ -1,0 +1,122 @@
+package generator_test
+
+import (
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+)
+
+// perNamespace is the default configuration with the per-namespace layout.
+func perNamespace() *generator.Config {
+	cfg := defaultConfig()
+	cfg.Flux.Layout = generator.LayoutPerNamespace
+	cfg.Flux.Git.URL = "https://git.example.org/cloud/magnum-clusters.git"
+	cfg.Flux.Git.SecretRef = "magnum-clusters-git"
+	return cfg
+}
+
+// TestLayoutPerNamespace checks the files of the per-namespace layout against the golden
+// file, and that they add to, never change, the single layout's files.
+func TestLayoutPerNamespace(t *testing.T) {
+	t.Parallel()
+	ev := fixtureEvent(t, "01-prod-a-create.yaml")
+	single, err := generator.Render(ev, defaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := perNamespace()
+	res, err := generator.Render(ev, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sfs, err := single.Files(defaultConfig(), generator.FileOptions{Secrets: redactedSecrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := res.Files(cfg, generator.FileOptions{Secrets: redactedSecrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := &generator.FileSet{Files: map[string][]byte{}}
+	for p, b := range fs.Files {
+		if s, ok := sfs.Files[p]; ok {
+			if string(s) != string(b) {
+				t.Errorf("%s differs between the layouts", p)
+			}
+			continue
+		}
+		layout.Files[p] = b
+	}
+	for p := range sfs.Files {
+		if _, ok := fs.Files[p]; !ok {
+			t.Errorf("%s is missing from the per-namespace layout", p)
+		}
+	}
+	dir := path.Join(cfg.Flux.Path, generator.FluxDir)
+	want := []string{dir + "/gitrepository-" + res.Namespace + ".yaml", dir + "/kustomization-" + res.Namespace + ".yaml"}
+	if got := layout.Paths(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("per-namespace files %v, want %v", got, want)
+	}
+	checkGolden(t, "layout/per-namespace.yaml", layout.Stream())
+
+	// A delete keeps the namespace's Flux objects: the namespace is never deleted.
+	del := fixtureEvent(t, "08-prod-a-delete.yaml")
+	dres, err := generator.Render(del, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dfs, err := dres.Files(cfg, generator.FileOptions{Secrets: redactedSecrets, Existing: []string{"secret-ca.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dfs.Paths() {
+		if strings.HasPrefix(p, dir+"/") {
+			t.Errorf("delete_cluster touches %s", p)
+		}
+	}
+}
+
+// TestLayoutBadConfig checks that every wrong layout option is named.
+func TestLayoutBadConfig(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		mutate func(*generator.Config)
+		field  string
+		rule   string
+	}{
+		{"unknown layout", func(c *generator.Config) { c.Flux.Layout = "per-cluster" }, "flux.layout", "must be single or per-namespace"},
+		{"argo", func(c *generator.Config) { c.Format = generator.FormatArgo }, "flux.layout", "needs format flux"},
+		{"no url", func(c *generator.Config) { c.Flux.Git.URL = "" }, "flux.git.url", "as source-controller fetches it"},
+		{"token in url", func(c *generator.Config) { c.Flux.Git.URL = "https://x:NOT-REAL-token@git.example.org/r.git" }, "flux.git.url", "must not carry a password"},
+		{"file url", func(c *generator.Config) { c.Flux.Git.URL = "file:///srv/git" }, "flux.git.url", "as source-controller fetches it"},
+		{"no branch", func(c *generator.Config) { c.Flux.Git.Branch = "" }, "flux.git.branch", "must be a branch name"},
+		{"bad branch", func(c *generator.Config) { c.Flux.Git.Branch = "ma in" }, "flux.git.branch", "must be a branch name"},
+		{"bad secret", func(c *generator.Config) { c.Flux.Git.SecretRef = "Git_Token" }, "flux.git.secret_ref", "must be a Secret name"},
+		{"no decryption secret", func(c *generator.Config) { c.Flux.DecryptionSecret = "" }, "flux.decryption_secret", "must be a Secret name"},
+		{"unclean path", func(c *generator.Config) { c.Flux.Path = "clusters//magnum/" }, "flux.path", "clean path"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := perNamespace()
+			tc.mutate(cfg)
+			res, err := generator.Render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg)
+			if err == nil {
+				t.Fatalf("rendered %v, want an error on %s", res.ReleaseName, tc.field)
+			}
+			assertFieldError(t, err, tc.field, tc.rule)
+			if strings.Contains(err.Error(), "NOT-REAL") {
+				t.Errorf("the error quotes the URL's token: %v", err)
+			}
+		})
+	}
+	// The single layout ignores the per-namespace options.
+	cfg := defaultConfig()
+	cfg.Flux.Git.Branch = ""
+	if _, err := generator.Render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg); err != nil {
+		t.Errorf("single layout: %v", err)
+	}
+}

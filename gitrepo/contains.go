@@ -1,0 +1,70 @@
+package gitrepo
+
+import (
+	"errors"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// clockSkew bounds how far apart the clocks of two writers of the repository may be. The
+// history walk of Contains stops at commits older than the one looked for by more than
+// this: their ancestors are older still.
+const clockSkew = 10 * time.Minute
+
+// Contains reports whether commit is head or in head's history, as far as the local object
+// store knows them: a head that was never fetched gives false, not an error, so a caller
+// asks again after the next fetch. Both are full hexadecimal commit ids.
+//
+// A Flux source fetches the branch head, so the revision Flux applied is usually a later
+// commit than the one carrying an operation; this is how a caller tells "applied" from
+// "not yet". The walk goes back from head only as far as the commit's own time (less the
+// clock skew), so asking about a commit newer than head costs nothing.
+func (r *Repo) Contains(head, commit string) (bool, error) {
+	if head == commit {
+		return true, nil
+	}
+	if !plumbing.IsHash(head) || !plumbing.IsHash(commit) {
+		return false, nil
+	}
+	h, c := plumbing.NewHash(head), plumbing.NewHash(commit)
+	var found bool
+	err := r.locked(func() error {
+		target, err := object.GetCommit(r.store, c)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		oldest := target.Committer.When.Add(-clockSkew)
+		seen := map[plumbing.Hash]bool{}
+		queue := []plumbing.Hash{h}
+		for len(queue) > 0 {
+			id := queue[0]
+			queue = queue[1:]
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if id == c {
+				found = true
+				return nil
+			}
+			cm, err := object.GetCommit(r.store, id)
+			if errors.Is(err, plumbing.ErrObjectNotFound) {
+				continue // not fetched (or beyond a shallow boundary)
+			}
+			if err != nil {
+				return err
+			}
+			if cm.Committer.When.Before(oldest) {
+				continue
+			}
+			queue = append(queue, cm.ParentHashes...)
+		}
+		return nil
+	})
+	return found, err
+}

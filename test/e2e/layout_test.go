@@ -1,0 +1,164 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+)
+
+// TestE2EPerNamespaceLayout runs flux.layout: per-namespace through the real controllers:
+// deploy/flux/per-namespace's root applies the GitRepository and Kustomization magnum-gitops
+// writes for each project namespace, each sparse-checked out to its namespace; serve asks
+// the changed namespace's GitRepository to fetch after a push (and the root's only when the
+// root's part changed), so a change to one project never rebuilds another; the status
+// reader judges each cluster by its own namespace's Kustomization, accepting a later
+// revision that includes the cluster's commit; and a delete runs both phases.
+func TestE2EPerNamespaceLayout(t *testing.T) {
+	b := findBinaries(t)
+	h := newHarness(t, b, true, withPerNamespaceLayout())
+	events := filepath.Join(testenv.RepoRoot(), "fixtures", "events")
+	a, o, ovn := twoClusters(t)
+	ka, ko := h.fluxFor(a.namespace), h.fluxFor(o.namespace)
+
+	// 1. Create prod-a: the root applies its namespace's Flux objects, which apply it.
+	t0 := time.Now()
+	rev1 := h.commitEvent(filepath.Join(events, "01-prod-a-create.yaml"))
+	h.waitAppliedBy(ka, rev1, 3*time.Minute)
+	// The namespace's GitRepository is new (it fetches when created): the root is asked.
+	h.checkReconcileRequestOf(sourceName, t0)
+	h.waitFor("prod-a's HelmRelease Ready", defaultWaitStep, h.releaseReady(a))
+	h.checkCluster(a)
+	if src, _ := h.get(gvkGitRepository, fluxNamespace, ka); src == nil || !sparseTo(src, "./"+fluxPath+"/"+a.namespace) {
+		t.Errorf("GitRepository %s does not check out %s alone", ka, a.namespace)
+	}
+
+	// 2. Create ovn in another project: its own Kustomization applies it; prod-a's stays
+	// at the revision it applied (its GitRepository was not asked, and polls every 10m).
+	rev2 := h.commitEvent(writeEvent(t, t.TempDir(), "ovn-create.yaml", ovn))
+	h.waitAppliedBy(ko, rev2, 3*time.Minute)
+	h.waitFor("ovn's HelmRelease Ready", defaultWaitStep, h.releaseReady(o))
+	h.checkCluster(o)
+	h.addCAPIFinalizer(o)
+	if got := h.appliedBy(ka); got != rev1 {
+		t.Errorf("prod-a's Kustomization applied %s after a change to another project, want %s still", got, rev1)
+	}
+	rootAsked := h.requestedAt(sourceName)
+
+	// 3. Resize prod-a: one namespace's directory changes; the root is not asked.
+	a.helmRevision = 2
+	a.workers = map[string]workerWant{"default-worker": {5, "m1.medium"}}
+	t3 := time.Now()
+	rev3 := h.commitEvent(filepath.Join(events, "02-prod-a-resize-workers.yaml"))
+	h.waitAppliedBy(ka, rev3, 3*time.Minute)
+	h.checkReconcileRequestOf(ka, t3)
+	h.waitFor("prod-a's HelmRelease Ready after the resize", defaultWaitStep, h.releaseReady(a))
+	h.checkCluster(a)
+	if got := h.requestedAt(sourceName); got != rootAsked {
+		t.Errorf("serve asked the root GitRepository to fetch (%s) for a change inside one project", got)
+	}
+	if got := h.appliedBy(ko); got != rev2 {
+		t.Errorf("ovn's Kustomization applied %s after a change to another project, want %s still", got, rev2)
+	}
+
+	// 4. ovn's namespace fetches the head (as at its interval): it applies rev3, a later
+	// commit than ovn's own, and serve counts ovn's commit as applied all the same.
+	h.patchRequestedAt(ko)
+	h.waitAppliedBy(ko, rev3, 3*time.Minute)
+	if c := h.getCluster(ovnUUID(ovn)); c.Revision != rev2 || c.Applied == nil || !*c.Applied || c.AppliedRevision != "main@sha1:"+rev3 {
+		t.Errorf("GET /v1/clusters/ovn = %+v, want revision %s applied through main@sha1:%s", c, rev2, rev3)
+	}
+
+	// 5. Delete ovn, both phases, through its namespace's Kustomization.
+	del := deepCopy(ovn).(map[string]any)
+	del["id"], del["operation"] = "evt-e2e-layout-ovn-delete", "delete_cluster"
+	delete(del, "secrets")
+	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
+	rev5 := h.commitEvent(writeEvent(t, t.TempDir(), "ovn-delete.yaml", del))
+	h.waitAppliedBy(ko, rev5, 3*time.Minute)
+	h.waitFor("ovn's Cluster being deleted", defaultWaitStep, h.clusterDeleting(o))
+	h.checkSecretsKept(o)
+	h.deleteSecondPhase(t, "per-namespace", o)
+	h.checkCluster(a)
+}
+
+// sparseTo reports whether a GitRepository checks out exactly dir.
+func sparseTo(g *unstructured.Unstructured, dir string) bool {
+	dirs, _, _ := unstructured.NestedStringSlice(g.Object, "spec", "sparseCheckout")
+	return len(dirs) == 1 && dirs[0] == dir
+}
+
+// appliedBy is the commit a Kustomization last applied.
+func (h *harness) appliedBy(name string) string {
+	k, ok := h.get(gvkKustomization, fluxNamespace, name)
+	if !ok {
+		h.t.Fatalf("Kustomization %s is missing", name)
+	}
+	rev, _, _ := unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
+	return rev[len(rev)-min(len(rev), 40):]
+}
+
+// requestedAt is a GitRepository's reconcile request annotation.
+func (h *harness) requestedAt(name string) string {
+	g, ok := h.get(gvkGitRepository, fluxNamespace, name)
+	if !ok {
+		h.t.Fatalf("GitRepository %s is missing", name)
+	}
+	return g.GetAnnotations()["reconcile.fluxcd.io/requestedAt"]
+}
+
+// patchRequestedAt asks a GitRepository to fetch now, as `flux reconcile source git` does.
+func (h *harness) patchRequestedAt(name string) {
+	g, ok := h.get(gvkGitRepository, fluxNamespace, name)
+	if !ok {
+		h.t.Fatalf("GitRepository %s is missing", name)
+	}
+	a := g.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a["reconcile.fluxcd.io/requestedAt"] = time.Now().Format(time.RFC3339Nano)
+	g.SetAnnotations(a)
+	if err := h.c.Update(h.ctx, g); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func ovnUUID(ev map[string]any) string { return getPath(ev, "cluster", "uuid").(string) }
+
+// clusterAnswer is the part of GET /v1/clusters/{uuid} the tests read.
+type clusterAnswer struct {
+	Revision        string `json:"revision"`
+	Applied         *bool  `json:"applied"`
+	AppliedRevision string `json:"applied_revision"`
+}
+
+// getCluster asks serve what it knows of a cluster.
+func (h *harness) getCluster(uuid string) clusterAnswer {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.serveURL+"/v1/clusters/"+uuid, nil)
+	req.Header.Set("Authorization", "Bearer "+h.serveToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c clusterAnswer
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("GET /v1/clusters/%s: %s", uuid, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		h.t.Fatal(err)
+	}
+	return c
+}
