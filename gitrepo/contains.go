@@ -19,8 +19,11 @@ const clockSkew = 10 * time.Minute
 //
 // A Flux source fetches the branch head, so the revision Flux applied is usually a later
 // commit than the one carrying an operation; this is how a caller tells "applied" from
-// "not yet". The walk goes back from head only as far as the commit's own time (less the
-// clock skew), so asking about a commit newer than head costs nothing.
+// "not yet". Both are commits of the branch, which only moves forward (pushes are never
+// forced), so a head committed more than the clock skew after commit is taken to contain
+// it without a walk: a status sweep over thousands of clusters whose last commits are old
+// must not walk the history once per cluster. Otherwise the walk goes back from head only
+// as far as the commit's own time less the skew.
 func (r *Repo) Contains(head, commit string) (bool, error) {
 	if head == commit {
 		return true, nil
@@ -37,6 +40,17 @@ func (r *Repo) Contains(head, commit string) (bool, error) {
 		}
 		if err != nil {
 			return err
+		}
+		tip, err := object.GetCommit(r.store, h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil // not fetched yet
+		}
+		if err != nil {
+			return err
+		}
+		if tip.Committer.When.After(target.Committer.When.Add(clockSkew)) {
+			found = true
+			return nil
 		}
 		oldest := target.Committer.When.Add(-clockSkew)
 		seen := map[plumbing.Hash]bool{}
