@@ -17,6 +17,8 @@ func TestDeployManifestsAccepted(t *testing.T) {
 	testenv.Require(t, env)
 	ctx := context.Background()
 	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "deploy", "*", "*.yaml"))
+	nested, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "deploy", "*", "*", "*.yaml")) // deploy/flux/per-namespace
+	files = append(files, nested...)
 	if len(files) < 3 {
 		t.Fatalf("found %d deploy manifests", len(files))
 	}
