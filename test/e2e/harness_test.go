@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -19,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -783,15 +785,43 @@ func (h *harness) waitHTTP(p *process, url string, timeout time.Duration) {
 	}
 }
 
-// freeAddr returns a free loopback address.
+// freeAddr returns a loopback address nobody listens on, for a process started later.
+// The port comes from below the kernel's ephemeral range: a port of that range, free when
+// picked, can become the source port of any outgoing connection (the controllers open
+// many) before the process binds it, which failed serve's start with "address already in
+// use". No port is handed out twice.
 func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				low = n
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	for range 1000 {
+		port := 10000 + mrand.IntN(low-10000)
+		if portsGiven[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		portsGiven[port] = true
+		return ln.Addr().String()
+	}
+	t.Fatal("no free loopback port below the ephemeral range")
+	return ""
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // ---------------------------------------------------------------------------------------
 // deploy/flux: the manifests an operator applies, with the test's URL
