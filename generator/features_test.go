@@ -10,14 +10,14 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
 // registryPassword is the fake password of the registries fixture; no output may hold it
 // except the (encrypted) registry Secret.
-const registryPassword = "fixture-registry-password-NOT-REAL-41c9"
+const registryPassword = testenv.RegistryPassword
 
 // featureEvent decodes fixtures/features/<name>.yaml. The feature fixtures live apart from
 // fixtures/events so that the replayed repository, the demo and the end-to-end tests keep
@@ -35,35 +35,12 @@ func featureEvent(t testing.TB, name string) *v1alpha1.ClusterEvent {
 	return ev
 }
 
-// registriesConfig is fixtures/config/registries.yaml with its files read, as the CLI
-// loads it.
-func registriesConfig(t testing.TB) *generator.Config {
-	t.Helper()
-	cfg := defaultConfig()
-	data, err := os.ReadFile(filepath.Join("..", "fixtures", "config", "registries.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
-		t.Fatal(err)
-	}
-	pem, err := os.ReadFile(filepath.Join("..", "fixtures", "config", "registry-ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Registries.TrustedCAs = map[string]string{"example-org-ca": string(pem)}
-	a := cfg.Registries.Auth["registry.example.org"]
-	a.Password = registryPassword
-	cfg.Registries.Auth["registry.example.org"] = a
-	return cfg
-}
-
 // featureFixtures names every feature fixture and the configuration it is rendered with.
 var featureFixtures = []string{"oidc", "placement", "certificate-rotation", "scale-from-zero", "apiserver", "registries"}
 
 func featureConfig(t testing.TB, name string) *generator.Config {
 	if name == "registries" {
-		return registriesConfig(t)
+		return testenv.RegistriesConfig(t)
 	}
 	return defaultConfig()
 }
@@ -402,7 +379,7 @@ func TestFeatureLabelTable(t *testing.T) {
 // Secret and nowhere else: not in the values, the HelmRelease, or any other file.
 func TestRegistryCredentialsOnlyInTheSecret(t *testing.T) {
 	t.Parallel()
-	cfg := registriesConfig(t)
+	cfg := testenv.RegistriesConfig(t)
 	res, err := generator.Render(featureEvent(t, "registries"), cfg)
 	if err != nil {
 		t.Fatal(err)

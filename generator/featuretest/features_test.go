@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
 // chartVersions are the released packages under ../shared/charts.
 var chartVersions = []string{"0.10.1", "0.24.1", "0.27.0"}
 
-const registryPassword = "fixture-registry-password-NOT-REAL-41c9"
+const registryPassword = testenv.RegistryPassword
 
 func featureEvent(t *testing.T, name, chart string) *v1alpha1.ClusterEvent {
 	t.Helper()
@@ -47,26 +47,10 @@ func featureEvent(t *testing.T, name, chart string) *v1alpha1.ClusterEvent {
 
 func featureConfig(t *testing.T, name string) *generator.Config {
 	t.Helper()
+	if name == "registries" {
+		return testenv.RegistriesConfig(t)
+	}
 	cfg := generator.DefaultConfig()
-	if name != "registries" {
-		return &cfg
-	}
-	dir := filepath.Join("..", "..", "fixtures", "config")
-	data, err := os.ReadFile(filepath.Join(dir, "registries.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	pem, err := os.ReadFile(filepath.Join(dir, "registry-ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Registries.TrustedCAs = map[string]string{"example-org-ca": string(pem)}
-	a := cfg.Registries.Auth["registry.example.org"]
-	a.Password = registryPassword
-	cfg.Registries.Auth["registry.example.org"] = a
 	return &cfg
 }
 
