@@ -37,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -936,6 +937,16 @@ func (h *harness) object(gvk schema.GroupVersionKind, ns, name string) *unstruct
 	o.SetNamespace(ns)
 	o.SetName(name)
 	return o
+}
+
+// reconcileNow sets reconcile.fluxcd.io/requestedAt on a Flux object in flux-system,
+// as `flux reconcile` and serve.reconcile_request do: a merge patch of metadata only.
+func (h *harness) reconcileNow(gvk schema.GroupVersionKind, name string) {
+	h.t.Helper()
+	p := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
+	if err := h.c.Patch(h.ctx, h.object(gvk, fluxNamespace, name), client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
+		h.t.Fatalf("requesting a reconcile of %s %s: %v", gvk.Kind, name, err)
+	}
 }
 
 // get reads an object; found is false when it does not exist.

@@ -71,7 +71,7 @@ func TestE2EPerNamespaceLayout(t *testing.T) {
 
 	// 4. ovn's namespace fetches the head (as at its interval): it applies rev3, a later
 	// commit than ovn's own, and serve counts ovn's commit as applied all the same.
-	h.patchRequestedAt(ko)
+	h.reconcileNow(gvkGitRepository, ko)
 	h.waitAppliedBy(ko, rev3, 3*time.Minute)
 	if c := h.getCluster(ovnUUID(ovn)); c.Revision != rev2 || c.Applied == nil || !*c.Applied || c.AppliedRevision != "main@sha1:"+rev3 {
 		t.Errorf("GET /v1/clusters/ovn = %+v, want revision %s applied through main@sha1:%s", c, rev2, rev3)
@@ -113,23 +113,6 @@ func (h *harness) requestedAt(name string) string {
 		h.t.Fatalf("GitRepository %s is missing", name)
 	}
 	return g.GetAnnotations()["reconcile.fluxcd.io/requestedAt"]
-}
-
-// patchRequestedAt asks a GitRepository to fetch now, as `flux reconcile source git` does.
-func (h *harness) patchRequestedAt(name string) {
-	g, ok := h.get(gvkGitRepository, fluxNamespace, name)
-	if !ok {
-		h.t.Fatalf("GitRepository %s is missing", name)
-	}
-	a := g.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	a["reconcile.fluxcd.io/requestedAt"] = time.Now().Format(time.RFC3339Nano)
-	g.SetAnnotations(a)
-	if err := h.c.Update(h.ctx, g); err != nil {
-		h.t.Fatal(err)
-	}
 }
 
 func ovnUUID(ev map[string]any) string { return getPath(ev, "cluster", "uuid").(string) }

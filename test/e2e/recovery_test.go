@@ -134,13 +134,9 @@ func TestE2EDisasterRecovery(t *testing.T) {
 	b := findBinaries(t)
 	h := newHarness(t, b, true)
 	events := filepath.Join(testenv.RepoRoot(), "fixtures", "events")
-	prodA := readEvent(t, filepath.Join(events, "01-prod-a-create.yaml"))
-	// The second cluster, in another project's namespace: chart 0.24.1 (as in the scenario).
-	ovn := readEvent(t, filepath.Join(events, "18-ovn-allowed-cidrs-chart-0.24.yaml"))
-	ovn["secrets"] = deepCopy(prodA["secrets"])
+	// The scenario's two clusters, in two projects' namespaces.
+	a, d, ovn := twoClusters(t)
 	ovnFile := writeEvent(t, t.TempDir(), "ovn-create.yaml", ovn)
-	a := clusterWant{event: prodA, namespace: "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c", release: "prod-a-2b7xq4mzkd5h"}
-	d := clusterWant{event: ovn, namespace: "magnum-5b2e8c1d0a9f4e3b8c7d6a5b4c3d2e1f", release: "ovn-9qd6u4oh8vxc"}
 	h.commitEvent(filepath.Join(events, "01-prod-a-create.yaml"))
 	h.waitApplied(h.commitEvent(ovnFile), 3*time.Minute)
 	wants := []clusterWant{a, d}
@@ -160,11 +156,7 @@ func TestE2EDisasterRecovery(t *testing.T) {
 	wiped := time.Now()
 	t.Logf("namespaces %s and %s wiped in %s", a.namespace, d.namespace, wiped.Sub(start).Round(time.Millisecond))
 	// `flux reconcile kustomization magnum-clusters`.
-	k := h.object(gvkKustomization, fluxNamespace, sourceName)
-	p := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
-	if err := h.c.Patch(h.ctx, k, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
-		t.Fatal(err)
-	}
+	h.reconcileNow(gvkKustomization, sourceName)
 	for _, w := range wants {
 		h.waitFor("HelmRelease "+w.release+" Ready again", defaultWaitStep, h.releaseReadyAnyChart(w))
 		after := h.capiState(w)

@@ -19,9 +19,7 @@ import (
 
 	"filippo.io/age"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
@@ -336,11 +334,7 @@ func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree string, pe
 		pushed := time.Now()
 		rev := strings.TrimSpace(h.git(work, "rev-parse", "HEAD"))
 		// What serve does after a push (serve.reconcile_request).
-		g := h.object(gvkGitRepository, fluxNamespace, owner)
-		p := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
-		if err := h.c.Patch(h.ctx, g, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
-			t.Fatal(err)
-		}
+		h.reconcileNow(gvkGitRepository, owner)
 		done := h.waitFor(fmt.Sprintf("Kustomization %s to apply %s", owner, rev), 60*time.Minute, func() (bool, string) {
 			k, ok := h.get(gvkKustomization, fluxNamespace, owner)
 			if !ok {

@@ -203,25 +203,22 @@ func TestE2EStatusLifecycle(t *testing.T) {
 	b := findBinaries(t)
 	h := newHarness(t, b, true)
 	events := filepath.Join(testenv.RepoRoot(), "fixtures", "events")
-	create := readEvent(t, filepath.Join(events, "01-prod-a-create.yaml"))
 	resize := readEvent(t, filepath.Join(events, "02-prod-a-resize-workers.yaml"))
 	del := readEvent(t, filepath.Join(events, "08-prod-a-delete.yaml"))
-	a := clusterWant{event: create, namespace: "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c", release: "prod-a-2b7xq4mzkd5h",
-		chartVersion: "0.27.0", helmRevision: 1, kubeVersion: "v1.33.7", controlPlane: 3, cpFlavor: "m1.large",
-		workers: map[string]workerWant{"default-worker": {3, "m1.medium"}}, lbProvider: "amphora"}
+	a, _, _ := twoClusters(t) // prod-a, created by fixture 01
 
 	// Create. Flux held back first: the commit is in Git, not yet applied.
 	since := time.Now()
 	h.suspendKustomization(true)
 	rev := h.commitEvent(filepath.Join(events, "01-prod-a-create.yaml"))
-	h.waitStatus(create, "CREATE_IN_PROGRESS", rev, since, "CREATE_IN_PROGRESS", "waiting for Flux to apply revision "+rev[:12])
+	h.waitStatus(a.event, "CREATE_IN_PROGRESS", rev, since, "CREATE_IN_PROGRESS", "waiting for Flux to apply revision "+rev[:12])
 	h.suspendKustomization(false)
 	h.waitApplied(rev, 3*time.Minute)
 	h.waitFor("HelmRelease Ready", defaultWaitStep, h.releaseReady(a))
 	// Helm installed the chart; no CAPI controller has reported anything yet.
-	h.waitStatus(create, "CREATE_IN_PROGRESS", rev, since, "CREATE_IN_PROGRESS", "Cluster "+a.release)
+	h.waitStatus(a.event, "CREATE_IN_PROGRESS", rev, since, "CREATE_IN_PROGRESS", "Cluster "+a.release)
 	h.playCAPI(a, nil)
-	r := h.waitStatus(create, "CREATE_IN_PROGRESS", rev, since, "CREATE_COMPLETE", "")
+	r := h.waitStatus(a.event, "CREATE_IN_PROGRESS", rev, since, "CREATE_COMPLETE", "")
 	if r.COEVersion != "v1.33.7" || r.MasterCount != 3 || r.NodeCount != 3 {
 		t.Errorf("after create: coe_version %s, %d masters, %d nodes; want v1.33.7, 3, 3", r.COEVersion, r.MasterCount, r.NodeCount)
 	}
