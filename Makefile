@@ -54,7 +54,8 @@ bench: ## Run the benchmarks
 # Every fuzz target, as package:Name. CI runs each for seconds (FUZZTIME=5s); run them for
 # minutes locally.
 FUZZ_TARGETS := ./api/v1alpha1:FuzzDecodeEvent ./cmd/magnum-gitops:FuzzLoadConfig ./generator:FuzzRender \
-  ./generator:FuzzMarshalObject ./gitrepo:FuzzTreeBuilder ./gitrepo:FuzzValidPath ./magnum:FuzzSanitizedName
+  ./generator:FuzzMarshalObject ./gitrepo:FuzzTreeBuilder ./gitrepo:FuzzValidPath ./magnum:FuzzSanitizedName \
+  ./internal/yamlv2:FuzzToJSON
 
 fuzz: ## Run every fuzz target for FUZZTIME each
 	@for t in $(FUZZ_TARGETS); do \

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/yamlv2"
 )
 
 // EncryptedRegex is what SOPS encrypts: the Secret's values, nothing Flux needs to read.
@@ -218,7 +219,7 @@ func (e *Encrypter) Unchanged(old []byte, s *corev1.Secret) (bool, error) {
 			} `json:"age"`
 		} `json:"sops"`
 	}
-	if err := yaml.Unmarshal(old, &meta); err != nil {
+	if err := yamlv2.Unmarshal(old, &meta); err != nil {
 		return false, nil // not ours or damaged: write a fresh file
 	}
 	var have []string
@@ -289,7 +290,7 @@ func (e *Encrypter) decrypt(data []byte) ([]byte, error) {
 func canonicalEqual(a, b []byte) bool {
 	norm := func(d []byte) []byte {
 		var m map[string]any
-		if yaml.Unmarshal(d, &m) != nil {
+		if yamlv2.Unmarshal(d, &m) != nil {
 			return nil
 		}
 		delete(m, "sops")

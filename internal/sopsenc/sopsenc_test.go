@@ -2,8 +2,10 @@ package sopsenc_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
+	"github.com/magnum-gitops/magnum-gitops/internal/yamlv2"
 )
 
 var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
@@ -94,6 +97,14 @@ func TestRoundTrip(t *testing.T) {
 				if !bytes.Contains(enc, []byte(clear)) {
 					t.Errorf("%q must stay readable for Flux:\n%s", clear, enc)
 				}
+			}
+			// Unchanged reads every committed Secret on every event: its document must
+			// take yamlv2's fast reader, and give what the library gives.
+			fast, ok := yamlv2.ToJSON(enc)
+			if !ok {
+				t.Errorf("yamlv2.ToJSON does not take the encrypted document:\n%s", enc)
+			} else if slow, err := yaml.YAMLToJSON(enc); err != nil || !jsonEqual(t, fast, slow) {
+				t.Errorf("yamlv2.ToJSON = %s, the library gives %s (%v)", fast, slow, err)
 			}
 			got, err := decryptLikeFlux(t, id, enc)
 			if err != nil {
@@ -242,4 +253,17 @@ func TestCreationRules(t *testing.T) {
 	if r["path_regex"] != `^clusters/magnum/.*\.sops\.yaml$` || r["encrypted_regex"] != sopsenc.EncryptedRegex || r["age"] != id.Recipient().String() {
 		t.Errorf("rules = %v", r)
 	}
+}
+
+// jsonEqual compares two JSON documents as values.
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var va, vb any
+	if err := json.Unmarshal(a, &va); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &vb); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(va, vb)
 }
