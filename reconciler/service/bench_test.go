@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -280,6 +281,7 @@ func BenchmarkThroughput(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
 			reportPercentiles(b, lat)
+			reportSteps(b, url)
 		})
 	}
 }
@@ -311,6 +313,37 @@ func BenchmarkResync(b *testing.B) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.HeapSys)/(1<<20), "heap-MB")
+}
+
+// reportSteps reports the service's own view from its /metrics: the mean group size and,
+// per event, the mean time its group spent building commits and pushing. Where the wall
+// time of a group goes tells the CPU-bound steps from the waiting ones.
+func reportSteps(b *testing.B, url string) {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	val := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(k, "#") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				val[k] = f
+			}
+		}
+	}
+	mean := func(name, labels string) float64 {
+		if n := val[name+"_count"+labels]; n > 0 {
+			return val[name+"_sum"+labels] / n
+		}
+		return 0
+	}
+	b.ReportMetric(mean("magnum_gitops_group_size", ""), "events/group")
+	for _, step := range []string{"render", "commit", "push"} {
+		b.ReportMetric(mean("magnum_gitops_step_duration_seconds", `{step="`+step+`"}`)*1000, step+"-ms")
+	}
 }
 
 func reportPercentiles(b *testing.B, lat []time.Duration) {
