@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,14 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
+func TestMain(m *testing.M) {
+	code := testenv.Main(m, &env)
+	if seedDir != "" {
+		// The benchmarks' seed repository is shared by the whole binary: it goes here.
+		_ = os.RemoveAll(filepath.Dir(seedDir))
+	}
+	os.Exit(code)
+}
 
 var secretNames = []string{stackID + "-cloud-credentials", stackID + "-ca", stackID + "-etcd", stackID + "-proxy", stackID + "-sa"}
 

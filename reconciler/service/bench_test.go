@@ -286,6 +286,44 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 }
 
+// BenchmarkRemotePush: what one push costs the remote itself, whoever pushes. git push of
+// a prepared one-file commit from a checkout to the 10,000-cluster repository, the commit
+// made outside the timer. git receive-pack then checks that the new objects connect to the
+// existing history, which walks the trees of the old head: a floor under every push of
+// the service, and so a ceiling on BenchmarkThroughput, whose clients wait for their push
+// (64 clients / this time per push).
+func BenchmarkRemotePush(b *testing.B) {
+	remote := cloneBare(b)
+	work := filepath.Join(b.TempDir(), "w")
+	if out, err := exec.Command("git", "clone", "-q", remote, work).CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", work, "-c", "user.name=b", "-c", "user.email=b@example.org"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		f := filepath.Join(work, fmt.Sprintf("clusters/magnum/magnum-p%03d/b%05d-stack/helmrelease.yaml", i%500, i%benchClusters))
+		if err := os.WriteFile(f, fmt.Appendf(nil, "# change %d\n", benchSeq.Add(1)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		git("commit", "-q", "-a", "-m", "change")
+		b.StartTimer()
+		start := time.Now()
+		git("push", "-q", "origin", "HEAD:main")
+		lat = append(lat, time.Since(start))
+	}
+	reportPercentiles(b, lat)
+	if len(lat) > 0 {
+		b.ReportMetric(64/lat[len(lat)/2].Seconds(), "ceiling-events/s")
+	}
+}
+
 // BenchmarkResync: render every one of the 10,000 clusters again from its record and diff
 // it against the repository; nothing changed, so no plan and no commit.
 func BenchmarkResync(b *testing.B) {
