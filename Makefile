@@ -55,7 +55,7 @@ bench: ## Run the benchmarks
 # minutes locally.
 FUZZ_TARGETS := ./api/v1alpha1:FuzzDecodeEvent ./cmd/magnum-gitops:FuzzLoadConfig ./generator:FuzzRender \
   ./generator:FuzzMarshalObject ./gitrepo:FuzzTreeBuilder ./gitrepo:FuzzValidPath ./magnum:FuzzSanitizedName \
-  ./internal/yamlv2:FuzzToJSON
+  ./internal/yamlv2:FuzzToJSON ./api/v1alpha1:FuzzCheckJSON
 
 fuzz: ## Run every fuzz target for FUZZTIME each
 	@for t in $(FUZZ_TARGETS); do \

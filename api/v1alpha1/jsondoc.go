@@ -3,9 +3,7 @@ package v1alpha1
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 )
 
 // isJSONObject reports whether data looks like a JSON document: its first character that
@@ -21,66 +19,250 @@ func isJSONObject(data []byte) bool {
 // JSON, and parsing them as YAML took most of the time an event spends before rendering.
 // It returns false when data is not strictly JSON (YAML flow syntax, comments, trailing
 // text), and the caller falls back to the YAML path, which decides the error.
+//
+// It is a single pass over the bytes, RFC 8259's grammar as encoding/json reads it
+// (TestCheckJSONMatchesTokens and FuzzCheckJSON hold it to a json.Decoder token walk):
+// the token walk it replaces allocated for every token and took a third of decoding an
+// event.
 func checkJSON(data []byte) (ok bool, err error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		object bool
-		keys   map[string]struct{}
-		key    bool // in an object: the next string token is a key
+	c := jsonChecker{data: data}
+	c.space()
+	if c.i == len(c.data) || c.data[c.i] != '{' {
+		return false, nil // a scalar document is not an event
 	}
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return len(stack) == 0, nil
-		}
-		if err != nil {
-			return false, nil
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if k, isString := tok.(string); isString && top != nil && top.object && top.key {
-			// Token returns a key as a string; a duplicate must not silently win.
-			if _, dup := top.keys[k]; dup {
-				return true, &FieldError{Field: "(document)", Message: "a key appears twice in one mapping"}
-			}
-			top.keys[k] = struct{}{}
-			top.key = false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			if len(stack) >= MaxDepth {
-				return true, &FieldError{Field: "(document)", Message: fmt.Sprintf("nested more than %d levels deep", MaxDepth)}
-			}
-			if top != nil && top.object {
-				top.key = true
-			}
-			stack = append(stack, frame{object: tok == json.Delim('{'), keys: map[string]struct{}{}, key: tok == json.Delim('{')})
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			if len(stack) == 0 {
-				// One value only. A YAML comment after it is YAML's business; any other
-				// text is a second document (or garbage) that must not be dropped.
-				rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")
-				switch {
-				case len(rest) == 0:
-					return true, nil
-				case rest[0] == '#':
-					return false, nil
-				}
-				return true, &FieldError{Field: "(document 2)", Message: "a file holds one document; found more after the JSON object"}
-			}
+	if !c.value(0) {
+		return c.err != nil, c.err
+	}
+	// One value only. A YAML comment after it is YAML's business; any other text is a
+	// second document (or garbage) that must not be dropped.
+	c.space()
+	switch {
+	case c.i == len(c.data):
+		return true, nil
+	case c.data[c.i] == '#':
+		return false, nil
+	}
+	return true, &FieldError{Field: "(document 2)", Message: "a file holds one document; found more after the JSON object"}
+}
+
+// jsonChecker walks a JSON document. A false return with err nil is a syntax error.
+type jsonChecker struct {
+	data []byte
+	i    int
+	err  error // a rule of ToJSON broken by valid JSON
+	keys [][]byte
+}
+
+func (c *jsonChecker) space() {
+	for c.i < len(c.data) {
+		switch c.data[c.i] {
+		case ' ', '\t', '\n', '\r':
+			c.i++
 		default:
-			if top == nil {
-				return false, nil // a scalar document is not an event
-			}
-			if top.object {
-				top.key = true
-			}
+			return
 		}
 	}
+}
+
+// value checks one value at c.i; depth counts the containers around it.
+func (c *jsonChecker) value(depth int) bool {
+	if c.i == len(c.data) {
+		return false
+	}
+	switch b := c.data[c.i]; {
+	case b == '{' || b == '[':
+		if depth >= MaxDepth {
+			c.err = &FieldError{Field: "(document)", Message: fmt.Sprintf("nested more than %d levels deep", MaxDepth)}
+			return false
+		}
+		if b == '{' {
+			return c.object(depth + 1)
+		}
+		return c.array(depth + 1)
+	case b == '"':
+		_, ok := c.str()
+		return ok
+	case b == 't':
+		return c.literal("true")
+	case b == 'f':
+		return c.literal("false")
+	case b == 'n':
+		return c.literal("null")
+	case b == '-' || b >= '0' && b <= '9':
+		return c.number()
+	}
+	return false
+}
+
+func (c *jsonChecker) object(depth int) bool {
+	c.i++               // {
+	mark := len(c.keys) // this object's keys are c.keys[mark:]
+	defer func() { c.keys = c.keys[:mark] }()
+	c.space()
+	if c.i < len(c.data) && c.data[c.i] == '}' {
+		c.i++
+		return true
+	}
+	for {
+		c.space()
+		if c.i == len(c.data) || c.data[c.i] != '"' {
+			return false
+		}
+		key, ok := c.str()
+		if !ok {
+			return false
+		}
+		for _, k := range c.keys[mark:] {
+			if bytes.Equal(k, key) {
+				// A duplicate must not silently win.
+				c.err = &FieldError{Field: "(document)", Message: "a key appears twice in one mapping"}
+				return false
+			}
+		}
+		c.keys = append(c.keys, key)
+		c.space()
+		if c.i == len(c.data) || c.data[c.i] != ':' {
+			return false
+		}
+		c.i++
+		c.space()
+		if !c.value(depth) {
+			return false
+		}
+		c.space()
+		if c.i == len(c.data) {
+			return false
+		}
+		switch c.data[c.i] {
+		case ',':
+			c.i++
+		case '}':
+			c.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (c *jsonChecker) array(depth int) bool {
+	c.i++ // [
+	c.space()
+	if c.i < len(c.data) && c.data[c.i] == ']' {
+		c.i++
+		return true
+	}
+	for {
+		c.space()
+		if !c.value(depth) {
+			return false
+		}
+		c.space()
+		if c.i == len(c.data) {
+			return false
+		}
+		switch c.data[c.i] {
+		case ',':
+			c.i++
+		case ']':
+			c.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str checks a string at c.i and returns its content: the raw bytes, or, when it has
+// escapes, the decoded text, so that "a" and "\u0061" are the same key.
+func (c *jsonChecker) str() ([]byte, bool) {
+	start := c.i
+	c.i++ // "
+	escaped := false
+	for c.i < len(c.data) {
+		switch b := c.data[c.i]; {
+		case b == '"':
+			c.i++
+			raw := c.data[start:c.i]
+			if !escaped {
+				return raw[1 : len(raw)-1], true
+			}
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				return nil, false
+			}
+			return []byte(s), true
+		case b == '\\':
+			escaped = true
+			if c.i+1 == len(c.data) {
+				return nil, false
+			}
+			switch c.data[c.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				c.i += 2
+			case 'u':
+				if c.i+6 > len(c.data) {
+					return nil, false
+				}
+				for _, h := range c.data[c.i+2 : c.i+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return nil, false
+					}
+				}
+				c.i += 6
+			default:
+				return nil, false
+			}
+		case b < ' ':
+			return nil, false
+		default:
+			c.i++
+		}
+	}
+	return nil, false
+}
+
+func (c *jsonChecker) literal(word string) bool {
+	if !bytes.HasPrefix(c.data[c.i:], []byte(word)) {
+		return false
+	}
+	c.i += len(word)
+	return true
+}
+
+// number checks -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (c *jsonChecker) number() bool {
+	digits := func() int {
+		n := 0
+		for c.i < len(c.data) && c.data[c.i] >= '0' && c.data[c.i] <= '9' {
+			c.i++
+			n++
+		}
+		return n
+	}
+	if c.data[c.i] == '-' {
+		c.i++
+	}
+	switch {
+	case c.i < len(c.data) && c.data[c.i] == '0':
+		c.i++
+	case digits() == 0:
+		return false
+	}
+	if c.i < len(c.data) && c.data[c.i] == '.' {
+		c.i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if c.i < len(c.data) && (c.data[c.i] == 'e' || c.data[c.i] == 'E') {
+		c.i++
+		if c.i < len(c.data) && (c.data[c.i] == '+' || c.data[c.i] == '-') {
+			c.i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,11 @@
 package v1alpha1
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -64,6 +69,112 @@ func benchDecode(b *testing.B, asJSON bool) {
 	for b.Loop() {
 		if _, err := DecodeEvent(data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestCheckJSONMatchesTokens holds checkJSON to referenceCheckJSON, the json.Decoder token
+// walk it replaced, on the fast-path cases and on every cut of them.
+func TestCheckJSONMatchesTokens(t *testing.T) {
+	t.Parallel()
+	for _, doc := range checkJSONSeeds {
+		for i := 0; i <= len(doc); i++ {
+			sameCheck(t, []byte(doc[:i]))
+			sameCheck(t, []byte(doc[i:]))
+		}
+	}
+}
+
+var checkJSONSeeds = []string{
+	`{"id":"e1","cluster":{"uuid":"u","labels":{"a":"1"}},"node_groups":[{"name":"x"},{"name":"y"}]}`,
+	` {"a": [1, -2.5e+3, 0, true, false, null, "x\u0041\n\"", {}, []]}  ` + "\n",
+	`{"a":1,"\u0061":2}`, `{"a":{"b":1},"c":{"b":2}}`, `{"a":1} # c`, `{"a":1} {"b":2}`, `{"a":01}`, `{"a":1.}`,
+	`{"a":-}`, `{"a":"\x"}`, `{"a":"` + "\x01" + `"}`, `{"a" 1}`, `{"a":1,}`, `[1]`, `{"a":[1,]}`, `{"a":tru}`,
+	"{\"a\":\"\xff\"}",
+}
+
+func sameCheck(t *testing.T, data []byte) {
+	t.Helper()
+	if !isJSONObject(data) {
+		return // ToJSON asks checkJSON only then
+	}
+	ok, err := checkJSON(data)
+	rok, rerr := referenceCheckJSON(data)
+	if ok != rok || (err == nil) != (rerr == nil) || err != nil && err.Error() != rerr.Error() {
+		t.Fatalf("checkJSON(%q) = %v, %v; the token walk gives %v, %v", data, ok, err, rok, rerr)
+	}
+}
+
+// FuzzCheckJSON holds checkJSON to the token walk on any input.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range checkJSONSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { sameCheck(t, data) })
+}
+
+// referenceCheckJSON is checkJSON as a json.Decoder token walk: slower, and obviously
+// encoding/json's own reading.
+func referenceCheckJSON(data []byte) (ok bool, err error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	type frame struct {
+		object bool
+		keys   map[string]struct{}
+		key    bool // in an object: the next string token is a key
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return len(stack) == 0, nil
+		}
+		if err != nil {
+			return false, nil
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if k, isString := tok.(string); isString && top != nil && top.object && top.key {
+			// Token returns a key as a string; a duplicate must not silently win.
+			if _, dup := top.keys[k]; dup {
+				return true, &FieldError{Field: "(document)", Message: "a key appears twice in one mapping"}
+			}
+			top.keys[k] = struct{}{}
+			top.key = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if len(stack) >= MaxDepth {
+				return true, &FieldError{Field: "(document)", Message: fmt.Sprintf("nested more than %d levels deep", MaxDepth)}
+			}
+			if top != nil && top.object {
+				top.key = true
+			}
+			stack = append(stack, frame{object: tok == json.Delim('{'), keys: map[string]struct{}{}, key: tok == json.Delim('{')})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				// One value only. A YAML comment after it is YAML's business; any other
+				// text is a second document (or garbage) that must not be dropped.
+				rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")
+				switch {
+				case len(rest) == 0:
+					return true, nil
+				case rest[0] == '#':
+					return false, nil
+				}
+				return true, &FieldError{Field: "(document 2)", Message: "a file holds one document; found more after the JSON object"}
+			}
+		default:
+			if top == nil {
+				return false, nil // a scalar document is not an event
+			}
+			if top.object {
+				top.key = true
+			}
 		}
 	}
 }
