@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -376,9 +377,11 @@ func (s *Service) deletes(ctx context.Context) {
 		s.removed[rec.Event.Cluster.UUID] = removal{rec: rec, secrets: secrets, commit: commit}
 		s.mu.Unlock()
 	}
+	// The API calls below run without the lock: it guards the map, not the deletes.
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for uuid, rm := range s.removed {
+	waiting := maps.Clone(s.removed)
+	s.mu.Unlock()
+	for uuid, rm := range waiting {
 		if _, done, _ := s.judge.applied(rm.rec.Namespace, rm.commit); rm.commit != "" && !done {
 			continue // Flux would put them back
 		}
@@ -392,7 +395,9 @@ func (s *Service) deletes(ctx context.Context) {
 				continue
 			}
 		}
+		s.mu.Lock()
 		delete(s.removed, uuid)
+		s.mu.Unlock()
 		s.clusters.Forget(uuid, time.Now())
 		s.m.deletes.Inc()
 		s.o.Log.Info("delete complete: Secrets removed", "cluster", uuid, "stack_id", rm.rec.StackID, "secrets", len(rm.secrets))
