@@ -181,3 +181,11 @@ func checkTree(t *testing.T, st *memory.Storage, tree plumbing.Hash, model map[s
 		}
 	}
 }
+
+// entryKey is the name a tree entry sorts by in Git: a directory's name ends in "/".
+func entryKey(e object.TreeEntry) string {
+	if e.Mode == filemode.Dir {
+		return e.Name + "/"
+	}
+	return e.Name
+}

@@ -2,10 +2,11 @@ package gitrepo
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -133,7 +134,7 @@ func (b *treeBuilder) apply(tree plumbing.Hash, changes map[string][]byte) (plum
 	if len(kept) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	sort.Slice(kept, func(i, j int) bool { return entryKey(kept[i]) < entryKey(kept[j]) })
+	slices.SortFunc(kept, compareEntries)
 	return b.write(&object.Tree{Entries: kept}, tree)
 }
 
@@ -190,7 +191,13 @@ func (b *treeBuilder) write(t *object.Tree, old plumbing.Hash) (plumbing.Hash, e
 	if obj.Hash() == old {
 		return old, nil
 	}
-	return b.store(obj)
+	h, err := b.store(obj)
+	if err == nil {
+		// The next commit of a group, and the plan of the next event, read this tree
+		// again: the widest one (a namespace per entry) would be decoded each time.
+		trees.put(h, t.Entries)
+	}
+	return h, err
 }
 
 func (b *treeBuilder) store(obj plumbing.EncodedObject) (plumbing.Hash, error) {
@@ -233,8 +240,8 @@ func lookup(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (e objec
 // compared as if it ended in "/"): a file is where its name sorts, a directory where its
 // name plus "/" does.
 func findEntry(entries []object.TreeEntry, name string) (object.TreeEntry, bool) {
-	for _, k := range []string{name, name + "/"} {
-		i := sort.Search(len(entries), func(i int) bool { return entryKey(entries[i]) >= k })
+	for _, mode := range []filemode.FileMode{filemode.Regular, filemode.Dir} {
+		i, _ := slices.BinarySearchFunc(entries, object.TreeEntry{Name: name, Mode: mode}, compareEntries)
 		if i < len(entries) && entries[i].Name == name {
 			return entries[i], true
 		}
@@ -242,12 +249,27 @@ func findEntry(entries []object.TreeEntry, name string) (object.TreeEntry, bool)
 	return object.TreeEntry{}, false
 }
 
-// entryKey is the name a tree entry sorts by.
-func entryKey(e object.TreeEntry) string {
-	if e.Mode == filemode.Dir {
-		return e.Name + "/"
+// compareEntries orders tree entries as Git does: by name, a directory's name compared as
+// if it ended in "/" (entryKey in the tests), without building those keys. Names have no
+// '/', so the keys differ at the first byte where the names differ, or at the end of the
+// shorter name, where a directory's key goes on with '/'.
+func compareEntries(a, b object.TreeEntry) int {
+	n := min(len(a.Name), len(b.Name))
+	if c := strings.Compare(a.Name[:n], b.Name[:n]); c != 0 {
+		return c
 	}
-	return e.Name
+	return cmp.Compare(keyByte(a, n), keyByte(b, n))
+}
+
+// keyByte is byte i of e's sort key, or -1 past its end.
+func keyByte(e object.TreeEntry, i int) int {
+	switch {
+	case i < len(e.Name):
+		return int(e.Name[i])
+	case i == len(e.Name) && e.Mode == filemode.Dir:
+		return '/'
+	}
+	return -1
 }
 
 // readPath returns the content of path in tree; ok is false when there is no such file.

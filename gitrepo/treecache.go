@@ -39,13 +39,18 @@ func (c *treeCache) entries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]ob
 	if err != nil {
 		return nil, err
 	}
+	c.put(h, t.Entries)
+	return t.Entries, nil
+}
+
+// put keeps the entries of tree h; nobody may modify them afterwards.
+func (c *treeCache) put(h plumbing.Hash, e []object.TreeEntry) {
 	c.mu.Lock()
 	if len(c.m) >= treeCacheSize {
 		// Forget everything rather than track recency: the trees in use come back at the
 		// cost of one decode each.
 		clear(c.m)
 	}
-	c.m[h] = t.Entries
+	c.m[h] = e
 	c.mu.Unlock()
-	return t.Entries, nil
 }
