@@ -205,7 +205,7 @@ func (c *jsonChecker) str() ([]byte, bool) {
 					return nil, false
 				}
 				for _, h := range c.data[c.i+2 : c.i+6] {
-					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+					if (h < '0' || h > '9') && (h < 'a' || h > 'f') && (h < 'A' || h > 'F') {
 						return nil, false
 					}
 				}
