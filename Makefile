@@ -55,7 +55,8 @@ bench: ## Run the benchmarks
 # minutes locally.
 FUZZ_TARGETS := ./api/v1alpha1:FuzzDecodeEvent ./cmd/magnum-gitops:FuzzLoadConfig ./generator:FuzzRender \
   ./generator:FuzzMarshalObject ./gitrepo:FuzzTreeBuilder ./gitrepo:FuzzValidPath ./magnum:FuzzSanitizedName \
-  ./internal/yamlv2:FuzzToJSON ./api/v1alpha1:FuzzCheckJSON
+  ./internal/yamlv2:FuzzToJSON ./api/v1alpha1:FuzzCheckJSON ./generator:FuzzPEMBlockType \
+  ./generator:FuzzMarshalValues ./magnum:FuzzIsUUIDLike
 
 fuzz: ## Run every fuzz target for FUZZTIME each
 	@for t in $(FUZZ_TARGETS); do \

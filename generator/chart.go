@@ -2,16 +2,15 @@ package generator
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 
 	"github.com/Masterminds/semver/v3"
 )
-
-var chartVersionCharsRE = regexp.MustCompile(`[^a-z0-9.\-+]`)
 
 // Chart identifies the openstack-cluster chart a cluster is rendered for.
 type Chart struct {
@@ -33,7 +32,43 @@ func (c Chart) atLeast(v string) bool {
 	if c.parsed == nil {
 		return true
 	}
-	return !c.parsed.LessThan(semver.MustParse(v))
+	return !c.parsed.LessThan(sinceVersion(v))
+}
+
+// sinceVersion is semver.MustParse(v) for the constant versions that introduced a value.
+func sinceVersion(v string) *semver.Version {
+	p, err := parseVersion(v)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// parsedVersions caches parseVersion: every render parses its chart's version and asks
+// atLeast about a few constant ones, and semver parses with a regexp. A site uses a handful
+// of chart versions; only versions that parse are kept, and at most maxParsedVersions of
+// them, so that odd labels cannot grow the cache. The cached values are shared: nothing
+// modifies a parsed version.
+var (
+	parsedVersions  sync.Map // string → *semver.Version
+	nParsedVersions atomic.Int32
+)
+
+const maxParsedVersions = 256
+
+// parseVersion is semver.NewVersion(v), cached.
+func parseVersion(v string) (*semver.Version, error) {
+	if p, ok := parsedVersions.Load(v); ok {
+		return p.(*semver.Version), nil
+	}
+	p, err := semver.NewVersion(v)
+	if err != nil {
+		return nil, err
+	}
+	if nParsedVersions.Load() < maxParsedVersions && nParsedVersions.Add(1) <= maxParsedVersions {
+		parsedVersions.Store(v, p)
+	}
+	return p, nil
 }
 
 // chartFor picks the chart like the driver: the template label capi_helm_chart_version
@@ -51,9 +86,9 @@ func chartFor(ev *v1alpha1.ClusterEvent, cfg *Config, p *problems) (Chart, []Dev
 		field, v = "cluster_template.labels.capi_helm_chart_version", lv
 	}
 	var devs []Deviation
-	c.Version = chartVersionCharsRE.ReplaceAllString(v, "")
+	c.Version = keepOnly(v, chartVersionChars)
 	if c.Version != "" {
-		parsed, err := semver.NewVersion(c.Version)
+		parsed, err := parseVersion(c.Version)
 		if err != nil {
 			p.add(field, "%q is not a chart version Helm accepts (want X.Y.Z, optionally v-prefixed)", c.Version)
 		} else {

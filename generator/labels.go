@@ -2,17 +2,9 @@ package generator
 
 import (
 	"math/big"
-	"regexp"
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
-)
-
-var (
-	// labelCharsRE is what the driver's _label deletes from every label value.
-	labelCharsRE = regexp.MustCompile(`[^a-zA-Z0-9.\-/ _]`)
-	// csvCharsRE is what _get_label_csv deletes from each entry (":" survives for IPv6).
-	csvCharsRE = regexp.MustCompile(`[^a-zA-Z0-9.\-/:]`)
 )
 
 // labelSet answers label lookups the way magnum-capi-helm does: template labels overlaid by
@@ -45,7 +37,7 @@ func (l labelSet) str(key, def string) string {
 	if !ok {
 		v = def
 	}
-	return labelCharsRE.ReplaceAllString(v, "")
+	return keepOnly(v, labelChars)
 }
 
 // boolean is the driver's _get_label_bool: oslo bool_from_string over the filtered label,
@@ -119,7 +111,7 @@ func (l labelSet) csv(key, def string) []string {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		out = append(out, csvCharsRE.ReplaceAllString(part, ""))
+		out = append(out, keepOnly(part, csvChars))
 	}
 	return out
 }

@@ -116,7 +116,7 @@ func (r *render) nodeGroups(groups []group) []any {
 		switch {
 		case name == "":
 			r.p.add(g.field+".name", "%q has no character a Kubernetes name can use", g.Name)
-		case r.chart.atLeast("0.15.0") && !nodeGroupNameRE.MatchString(name):
+		case r.chart.atLeast("0.15.0") && !isNodeGroupName(name):
 			// The chart checks its node group names from 0.15.0 on; older charts take any
 			// DNS label (Magnum allows names of 1 character).
 			r.p.add(g.field+".name", "%q sanitizes to %q; chart %s needs at least 3 characters of [a-z0-9-], starting with a letter and ending with a letter or digit", g.Name, name, r.chartLabel())

@@ -90,7 +90,7 @@ func (c *RegistriesConfig) validate(p *problems, format string) {
 		if magnum.SanitizedName(name) != name {
 			p.add("registries.trusted_ca_files."+name, "a CA name must be a lower-case DNS label (it names a file on every node)")
 		}
-		checkPEM(p, "registries.trusted_ca_files."+name, pem, "CERTIFICATE")
+		checkPEM(p, "registries.trusted_ca_files."+name, pem, pemCertificate...)
 	}
 	if len(c.Auth) > 0 && format == FormatArgo {
 		p.add("registries.auth", "Argo CD Applications cannot take values from a Secret, so registry credentials would sit in clear in the Application: use format flux (valuesFrom an encrypted Secret)")

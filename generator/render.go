@@ -2,7 +2,6 @@ package generator
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -14,11 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
-
-// projectIDRE is what a Keystone project id can be made of. The driver silently deletes
-// everything else when it builds the namespace; refusing instead keeps two odd ids from
-// sharing one namespace.
-var projectIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // Result is a rendered event.
 type Result struct {
@@ -118,27 +112,37 @@ func (r *render) identity(res *Result) {
 	switch {
 	case c.ProjectID == "":
 		r.p.add("cluster.project_id", "required")
-	case !projectIDRE.MatchString(c.ProjectID):
+	case !isProjectID(c.ProjectID):
 		r.p.add("cluster.project_id", "%q has characters a Keystone project id cannot have (want letters, digits, '-', '_')", c.ProjectID)
 	default:
 		res.Namespace = magnum.Namespace(r.cfg.Magnum.CapiHelm.NamespacePrefix, c.ProjectID)
-		if msgs := validation.IsDNS1123Label(res.Namespace); len(msgs) > 0 {
-			r.p.add("cluster.project_id", "namespace %q is not valid: %s", res.Namespace, strings.Join(msgs, "; "))
+		// isDNSLabel answers the common case; the validation package words the refusal.
+		if !isDNSLabel(res.Namespace) {
+			if msgs := validation.IsDNS1123Label(res.Namespace); len(msgs) > 0 {
+				r.p.add("cluster.project_id", "namespace %q is not valid: %s", res.Namespace, strings.Join(msgs, "; "))
+			}
 		}
 	}
-	for field, v := range map[string]string{"cluster.user_id": c.UserID, "cluster.uuid": c.UUID, "cluster.project_id": c.ProjectID} {
-		if v == "" || !projectIDRE.MatchString(v) {
-			continue // reported above, or optional
+	// The ids become label values, cut as objectLabels cuts them. They are checked in a
+	// fixed order (the fields' order here), so that several refusals always read the same.
+	for _, id := range [...]struct{ field, v string }{
+		{"cluster.user_id", c.UserID}, {"cluster.uuid", c.UUID}, {"cluster.project_id", c.ProjectID},
+	} {
+		if !isProjectID(id.v) {
+			continue // reported above or below, or optional
 		}
-		cut := v
+		cut := id.v
 		if len(cut) > magnum.MaxNameLen {
 			cut = cut[:magnum.MaxNameLen]
 		}
+		if isLabelValueForm(cut) {
+			continue
+		}
 		if msgs := validation.IsValidLabelValue(cut); len(msgs) > 0 {
-			r.p.add(field, "cannot be a label value: %s", strings.Join(msgs, "; "))
+			r.p.add(id.field, "cannot be a label value: %s", strings.Join(msgs, "; "))
 		}
 	}
-	if c.UserID != "" && !projectIDRE.MatchString(c.UserID) {
+	if c.UserID != "" && !isProjectID(c.UserID) {
 		r.p.add("cluster.user_id", "%q has characters a Keystone user id cannot have", c.UserID)
 	}
 	if c.StackID != "" {
@@ -155,7 +159,7 @@ func (r *render) identity(res *Result) {
 	switch {
 	case len(res.ReleaseName) > magnum.MaxReleaseNameLen:
 		r.p.add(field, "release name %q is %d characters; Helm allows %d", res.ReleaseName, len(res.ReleaseName), magnum.MaxReleaseNameLen)
-	case !releaseNameRE.MatchString(res.ReleaseName):
+	case !isDNSLabelForm(res.ReleaseName):
 		r.p.add(field, "release name %q must be a DNS label (lower-case letters, digits, '-')", res.ReleaseName)
 	}
 }

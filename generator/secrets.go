@@ -2,8 +2,6 @@ package generator
 
 import (
 	"cmp"
-	"encoding/pem"
-	"fmt"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
@@ -76,8 +74,8 @@ func (r *render) secrets(ns string) []*corev1.Secret {
 				continue
 			}
 			field := "secrets.certificates." + c.field
-			checkPEM(&r.p, field+".cert", kp.Cert, "CERTIFICATE")
-			checkPEM(&r.p, field+".key", kp.Key.Reveal(), "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
+			checkPEM(&r.p, field+".cert", kp.Cert, pemCertificate...)
+			checkPEM(&r.p, field+".key", kp.Key.Reveal(), pemPrivateKey...)
 			s := r.secret(ns, magnum.ResourceName(r.release, c.suffix))
 			s.Type = SecretTypeCAPI
 			s.StringData = map[string]string{"tls.crt": kp.Cert, "tls.key": kp.Key.Reveal()}
@@ -126,21 +124,10 @@ func (r *render) cloudCredentials(ns string, m *v1alpha1.SecretMaterial) *corev1
 	if m.CABundle == "" {
 		r.p.add("secrets.ca_bundle", "required: CAPO trusts no CA of its own (the driver sends [drivers] openstack_ca_file or the certifi bundle)")
 	} else {
-		checkPEM(&r.p, "secrets.ca_bundle", m.CABundle.Reveal(), "CERTIFICATE")
+		checkPEM(&r.p, "secrets.ca_bundle", m.CABundle.Reveal(), pemCertificate...)
 	}
-	clouds := map[string]any{"clouds": map[string]any{"openstack": map[string]any{
-		"auth": map[string]any{
-			"application_credential_id":     ac.ID,
-			"application_credential_secret": ac.Secret.Reveal(),
-			"auth_url":                      authURL,
-		},
-		"auth_type":            "v3applicationcredential",
-		"identity_api_version": 3,
-		"interface":            r.cfg.Magnum.CapiHelm.AppCredInterfaceType,
-		"region_name":          region,
-		"verify":               r.cfg.Magnum.Drivers.VerifyCA,
-	}}}
-	doc, err := marshalYAML(clouds, yaml.Marshal)
+	doc, err := marshalYAML(newCloudsYAML(ac.ID, ac.Secret.Reveal(), authURL, r.cfg.Magnum.CapiHelm.AppCredInterfaceType,
+		region, r.cfg.Magnum.Drivers.VerifyCA), yaml.Marshal)
 	if err != nil {
 		panic("generator: clouds.yaml: " + err.Error())
 	}
@@ -149,28 +136,41 @@ func (r *render) cloudCredentials(ns string, m *v1alpha1.SecretMaterial) *corev1
 	return s
 }
 
-// checkPEM checks that s holds PEM blocks of one of the wanted types, without ever putting
-// the value into the message.
-func checkPEM(p *problems, field, s string, types ...string) {
-	rest := []byte(s)
-	n := 0
-	for {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		ok := false
-		for _, t := range types {
-			ok = ok || b.Type == t
-		}
-		if !ok {
-			p.add(field, "PEM block %d is a %q, want %s", n+1, b.Type, fmt.Sprint(types))
-			return
-		}
-		n++
-	}
-	if n == 0 {
-		p.add(field, "must be PEM (%s)", types[0])
-	}
+// cloudsYAML is the clouds.yaml of the cloud-credentials Secret. It is a struct rather than
+// nested maps because it is serialised on every render, and encoding/json writes a struct
+// without reflecting over and sorting map keys; the YAML is the same, as YAML keys are
+// sorted either way (TestCloudsYAML).
+type cloudsYAML struct {
+	Clouds struct {
+		OpenStack cloudYAML `json:"openstack"`
+	} `json:"clouds"`
+}
+
+// cloudYAML is the cloud "openstack" of clouds.yaml.
+type cloudYAML struct {
+	Auth struct {
+		ApplicationCredentialID     string `json:"application_credential_id"`
+		ApplicationCredentialSecret string `json:"application_credential_secret"`
+		AuthURL                     string `json:"auth_url"`
+	} `json:"auth"`
+	AuthType           string `json:"auth_type"`
+	IdentityAPIVersion int    `json:"identity_api_version"`
+	Interface          string `json:"interface"`
+	RegionName         string `json:"region_name"`
+	Verify             bool   `json:"verify"`
+}
+
+// newCloudsYAML fills clouds.yaml for an application credential.
+func newCloudsYAML(id, secret, authURL, iface, region string, verify bool) *cloudsYAML {
+	c := &cloudsYAML{}
+	o := &c.Clouds.OpenStack
+	o.Auth.ApplicationCredentialID = id
+	o.Auth.ApplicationCredentialSecret = secret
+	o.Auth.AuthURL = authURL
+	o.AuthType = "v3applicationcredential"
+	o.IdentityAPIVersion = 3
+	o.Interface = iface
+	o.RegionName = region
+	o.Verify = verify
+	return c
 }

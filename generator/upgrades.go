@@ -87,14 +87,15 @@ func (r *render) checkNodeGroupSkew(v map[string]any) {
 		m, _ := e.(map[string]any)
 		name, _ := m["name"].(string)
 		ng, ok := parseKubeVersion(groups[name])
-		field := fmt.Sprintf("values.nodeGroups[%d].kubernetesVersion", i)
+		// The field is named only for a problem: most renders have none.
+		field := func() string { return fmt.Sprintf("values.nodeGroups[%d].kubernetesVersion", i) }
 		switch {
 		case !ok:
-			r.p.add(field, "%q is not a Kubernetes version", groups[name])
+			r.p.add(field(), "%q is not a Kubernetes version", groups[name])
 		case ng.major != cp.major || cp.less(ng) && ng.minor != cp.minor:
-			r.p.add(field, "node group %s would run Kubernetes %s, newer than the control plane's %s: a kubelet may never be newer than kube-apiserver", name, ng, cp)
+			r.p.add(field(), "node group %s would run Kubernetes %s, newer than the control plane's %s: a kubelet may never be newer than kube-apiserver", name, ng, cp)
 		case cp.minor-ng.minor > maxKubeletSkew:
-			r.p.add(field, "node group %s would run Kubernetes %s, %d minor versions behind the control plane's %s: Kubernetes allows %d", name, ng, cp.minor-ng.minor, cp, maxKubeletSkew)
+			r.p.add(field(), "node group %s would run Kubernetes %s, %d minor versions behind the control plane's %s: Kubernetes allows %d", name, ng, cp.minor-ng.minor, cp, maxKubeletSkew)
 		}
 	}
 }

@@ -4,19 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 
 	"github.com/fluxcd/pkg/apis/kustomize"
-)
-
-var (
-	osDistroCharsRE      = regexp.MustCompile(`[^a-zA-Z0-9.\-/ ]`)
-	networkDriverCharsRE = regexp.MustCompile(`[^a-zA-Z0-9.\-_]`)
-	kubeVersionRE        = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 )
 
 // render holds the state of one rendering: inputs, the label view, and what it found.
@@ -163,7 +156,7 @@ func (r *render) kubernetesVersion() any {
 		return nil
 	}
 	v := strings.TrimLeft(img.KubeVersion, "v")
-	if !kubeVersionRE.MatchString(v) {
+	if !isKubeVersion(v) {
 		r.p.add("resolved.image.kube_version", "%q is not a Kubernetes release version (want vX.Y.Z)", img.KubeVersion)
 		return nil
 	}
@@ -183,7 +176,7 @@ func (r *render) osDistro() any {
 		r.p.add("resolved.image.os_distro", "required: image %s does not have an os_distro property", r.imageName())
 		return nil
 	}
-	return osDistroCharsRE.ReplaceAllString(img.OSDistro, "")
+	return keepOnly(img.OSDistro, osDistroChars)
 }
 
 // dnsNameservers is oslo split_by_commas of the template's dns_nameserver, null when empty.
@@ -404,7 +397,7 @@ func (r *render) allowedCIDRs(v map[string]any) {
 // render a CNI); driver 1.3.0 sent no CNI type at all, so those clusters run the chart's
 // default, calico, and keep it here.
 func (r *render) cni(v map[string]any) {
-	nd := networkDriverCharsRE.ReplaceAllString(r.ev.ClusterTemplate.NetworkDriver, "")
+	nd := keepOnly(r.ev.ClusterTemplate.NetworkDriver, networkDriverChars)
 	switch nd {
 	case "":
 		return

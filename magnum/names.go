@@ -3,11 +3,8 @@ package magnum
 import (
 	"crypto/sha256"
 	"encoding/base32"
-	"regexp"
 	"strings"
 )
-
-var notAlnum = regexp.MustCompile(`[^a-z0-9]`)
 
 const (
 	// MaxReleaseNameLen is Helm's limit on release names.
@@ -32,13 +29,22 @@ func SanitizedName(s string, suffix ...string) string {
 
 // dashRuns replaces each run of bytes outside [a-z0-9] with one "-": the regexp
 // [^a-z0-9]+ byte for byte (a multi-byte rune is inside one run either way), without the
-// regexp machinery, which was a tenth of a render.
+// regexp machinery, which was a tenth of a render. s is returned as is when no run changes
+// (every run is a lone "-"), as for names already sanitized, which saves the copy.
 func dashRuns(s string) string {
-	b := make([]byte, 0, len(s))
-	run := false
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for i < len(s) && (lowerAlnum(s[i]) || s[i] == '-' && (i == 0 || lowerAlnum(s[i-1]))) {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	b := make([]byte, i, len(s))
+	copy(b, s)
+	run := i > 0 && s[i-1] == '-' // s[i] continues the run of a lone "-" kept above
+	for ; i < len(s); i++ {
 		c := s[i]
-		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' {
+		if lowerAlnum(c) {
 			b = append(b, c)
 			run = false
 		} else if !run {
@@ -48,6 +54,9 @@ func dashRuns(s string) string {
 	}
 	return string(b)
 }
+
+// lowerAlnum reports whether c is in [a-z0-9], what names keep.
+func lowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
 
 // ResourceName is the driver's get_k8s_resource_name: the whole "R-x" re-sanitized. The
 // driver names the Secrets it writes this way, so adopted Secrets keep their names.
@@ -89,15 +98,72 @@ func GenerateReleaseName(clusterName, clusterUUID string) string {
 // Namespace is the driver's cluster_namespace: "<prefix>-" followed by the project id
 // lower-cased with every character outside [a-z0-9] removed.
 func Namespace(prefix, projectID string) string {
-	return prefix + "-" + notAlnum.ReplaceAllString(strings.ToLower(projectID), "")
+	return prefix + "-" + onlyAlnum(strings.ToLower(projectID))
+}
+
+// onlyAlnum deletes every byte outside [a-z0-9]: the regexp [^a-z0-9] replaced by "", byte
+// for byte (a multi-byte rune, or an invalid byte, is deleted whole either way), without
+// the regexp machinery. s is returned as is when there is nothing to delete, which is the
+// usual case of a Keystone project id.
+func onlyAlnum(s string) string {
+	i := 0
+	for i < len(s) && lowerAlnum(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	b := []byte(s[:i])
+	for ; i < len(s); i++ {
+		if lowerAlnum(s[i]) {
+			b = append(b, s[i])
+		}
+	}
+	return string(b)
 }
 
 // IsUUIDLike mirrors oslo.utils is_uuid_like: 32 hex digits once "urn:uuid:", braces and
 // hyphens are removed, in any case.
+//
+// Every render asks this of several ids, so ASCII input, which real ids are, is checked in
+// one pass without building the intermediate strings; anything else takes isUUIDLikeSlow,
+// the plain transcription, whose Unicode case folding and space trimming decide there.
+// TestIsUUIDLike and FuzzIsUUIDLike hold the two equal.
 func IsUUIDLike(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return isUUIDLikeSlow(s)
+		}
+	}
+	t := strings.TrimSpace(s)
+	if len(t) >= len(urnUUID) && strings.EqualFold(t[:len(urnUUID)], urnUUID) {
+		t = t[len(urnUUID):]
+	}
+	n := 0
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c == '{' || c == '}' || c == '-':
+		case '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F':
+			n++
+		default:
+			return false
+		}
+	}
+	return n == 32
+}
+
+// urnUUID is the prefix is_uuid_like strips (after lower-casing).
+const urnUUID = "urn:uuid:"
+
+// uuidPunct deletes what is_uuid_like ignores; built once, as building it costs more than
+// using it.
+var uuidPunct = strings.NewReplacer("{", "", "}", "", "-", "")
+
+// isUUIDLikeSlow is IsUUIDLike for any string, step by step as oslo.utils does it.
+func isUUIDLikeSlow(s string) bool {
 	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimPrefix(t, "urn:uuid:")
-	t = strings.NewReplacer("{", "", "}", "", "-", "").Replace(t)
+	t = strings.TrimPrefix(t, urnUUID)
+	t = uuidPunct.Replace(t)
 	if len(t) != 32 {
 		return false
 	}

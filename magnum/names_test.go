@@ -20,6 +20,11 @@ func TestSanitizedName(t *testing.T) {
 		{"KELVIN\u212a", "kelvink"}, // U+212A lower-cases to ASCII k, as in Python
 		{"a\xffb", "a-b"},
 		{"___", ""},
+		{"prod-a-2b7xq4mzkd5h", "prod-a-2b7xq4mzkd5h"}, // already sanitized: returned as is
+		{"a-_b", "a-b"},
+		{"a--b", "a-b"},
+		{"-a-", "a"},
+		{"a-\xff", "a"},
 	} {
 		if got := SanitizedName(tc.in); got != tc.want || got != reference(tc.in) {
 			t.Errorf("SanitizedName(%q) = %q, want %q (reference %q)", tc.in, got, tc.want, reference(tc.in))
@@ -29,7 +34,7 @@ func TestSanitizedName(t *testing.T) {
 
 // FuzzSanitizedName holds the loop byte for byte equal to the regexp it replaced.
 func FuzzSanitizedName(f *testing.F) {
-	for _, s := range []string{"prod-a", "Prod_A", "Ünïcode", "a\xffb", "İstanbul", ""} {
+	for _, s := range []string{"prod-a", "Prod_A", "Ünïcode", "a\xffb", "İstanbul", "", "a-_b", "a--b", "-a-"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -38,6 +43,100 @@ func FuzzSanitizedName(f *testing.F) {
 		}
 		if got, want := SanitizedName(s), reference(s); got != want {
 			t.Errorf("SanitizedName(%q) = %q, the regexp gives %q", s, got, want)
+		}
+	})
+}
+
+// uuidLikeReference is IsUUIDLike as first written: oslo.utils is_uuid_like step by step.
+func uuidLikeReference(s string) bool {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimPrefix(t, "urn:uuid:")
+	t = strings.NewReplacer("{", "", "}", "", "-", "").Replace(t)
+	if len(t) != 32 {
+		return false
+	}
+	for _, c := range t {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
+
+var uuidLikeCases = []string{
+	"",
+	"3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03",
+	"3E9B7C52-1D4A-4F8E-9B6C-2A7D5E8F1C03",
+	"3e9b7c521d4a4f8e9b6c2a7d5e8f1c03",
+	"{3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03}",
+	"urn:uuid:3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03",
+	"URN:UUID:3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03",
+	"{urn:uuid:3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03}",
+	" \t3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03\n",
+	"\u00a03e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03\u2003", // Unicode spaces are trimmed too
+	"-3-e-9b7c521d4a4f8e9b6c2a7d5e8f1c03--",
+	"3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c0",
+	"3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c033",
+	"3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c0g",
+	"3e9b7c52 1d4a 4f8e 9b6c 2a7d5e8f1c03",
+	"urn:uuid:",
+	"urn:uu\u0130d:3e9b7c521d4a4f8e9b6c2a7d5e8f1c03", // İ lower-cases to i
+	"3e9b7c521d4a4f8e9b6c2a7d5e8f1c0\u212a",          // Kelvin sign: k, not hex
+	"3e9b7c521d4a4f8e9b6c2a7d5e8f1c0\xff",
+	"public",
+	"d1f02cfb-d27f-4068-9332-84d907cb0e2e",
+}
+
+func TestIsUUIDLike(t *testing.T) {
+	t.Parallel()
+	for _, s := range uuidLikeCases {
+		if got, want := IsUUIDLike(s), uuidLikeReference(s); got != want {
+			t.Errorf("IsUUIDLike(%q) = %t, the reference gives %t", s, got, want)
+		}
+	}
+	for s, want := range map[string]bool{"3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03": true, "public": false} {
+		if got := IsUUIDLike(s); got != want {
+			t.Errorf("IsUUIDLike(%q) = %t, want %t", s, got, want)
+		}
+	}
+}
+
+// FuzzIsUUIDLike holds the one-pass check equal to the step-by-step reference.
+func FuzzIsUUIDLike(f *testing.F) {
+	for _, s := range uuidLikeCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := IsUUIDLike(s), uuidLikeReference(s); got != want {
+			t.Errorf("IsUUIDLike(%q) = %t, the reference gives %t", s, got, want)
+		}
+	})
+}
+
+// namespaceReference is Namespace with the regexp it was first written with.
+func namespaceReference(prefix, projectID string) string {
+	return prefix + "-" + regexp.MustCompile(`[^a-z0-9]`).ReplaceAllString(strings.ToLower(projectID), "")
+}
+
+var namespaceCases = []string{"", "9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c", "9F3C1B2A", "my_project-1", "Ünïcode", "a\xffb", "KELVIN\u212a", "İstanbul", "---"}
+
+func TestNamespace(t *testing.T) {
+	t.Parallel()
+	for _, s := range namespaceCases {
+		if got, want := Namespace("magnum", s), namespaceReference("magnum", s); got != want {
+			t.Errorf("Namespace(%q) = %q, the regexp gives %q", s, got, want)
+		}
+	}
+}
+
+// FuzzNamespace holds the loop byte for byte equal to the regexp it replaced.
+func FuzzNamespace(f *testing.F) {
+	for _, s := range namespaceCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Namespace("magnum", s), namespaceReference("magnum", s); got != want {
+			t.Errorf("Namespace(%q) = %q, the regexp gives %q", s, got, want)
 		}
 	})
 }
