@@ -129,18 +129,8 @@ func (c *jsonChecker) object(depth int) bool {
 		if !c.value(depth) {
 			return false
 		}
-		c.space()
-		if c.i == len(c.data) {
-			return false
-		}
-		switch c.data[c.i] {
-		case ',':
-			c.i++
-		case '}':
-			c.i++
-			return true
-		default:
-			return false
+		if more, ok := c.after('}'); !more {
+			return ok
 		}
 	}
 }
@@ -157,20 +147,28 @@ func (c *jsonChecker) array(depth int) bool {
 		if !c.value(depth) {
 			return false
 		}
-		c.space()
-		if c.i == len(c.data) {
-			return false
-		}
-		switch c.data[c.i] {
-		case ',':
-			c.i++
-		case ']':
-			c.i++
-			return true
-		default:
-			return false
+		if more, ok := c.after(']'); !more {
+			return ok
 		}
 	}
+}
+
+// after reads what follows a member or an element: a comma (more follow) or the closing
+// bracket. ok is false for anything else.
+func (c *jsonChecker) after(closing byte) (more, ok bool) {
+	c.space()
+	if c.i == len(c.data) {
+		return false, false
+	}
+	switch c.data[c.i] {
+	case ',':
+		c.i++
+		return true, true
+	case closing:
+		c.i++
+		return false, true
+	}
+	return false, false
 }
 
 // str checks a string at c.i and returns its content: the raw bytes, or, when it has
