@@ -218,16 +218,7 @@ func BenchmarkPostToPush(b *testing.B) {
 		reportPercentiles(b, lat)
 	})
 	b.Run("git-cli", func(b *testing.B) {
-		work := filepath.Join(b.TempDir(), "w")
-		if out, err := exec.Command("git", "clone", "-q", remote, work).CombinedOutput(); err != nil {
-			b.Fatalf("%v: %s", err, out)
-		}
-		git := func(args ...string) {
-			cmd := exec.Command("git", append([]string{"-C", work, "-c", "user.name=b", "-c", "user.email=b@example.org"}, args...)...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("git %v: %v %s", args, err, out)
-			}
-		}
+		work, git := checkout(b, remote)
 		lat := make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -243,6 +234,22 @@ func BenchmarkPostToPush(b *testing.B) {
 		}
 		reportPercentiles(b, lat)
 	})
+}
+
+// checkout clones remote into a work tree and returns it with a runner of git commands in
+// it, as a person would use the CLI.
+func checkout(b *testing.B, remote string) (work string, git func(args ...string)) {
+	b.Helper()
+	work = filepath.Join(b.TempDir(), "w")
+	if out, err := exec.Command("git", "clone", "-q", remote, work).CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	return work, func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", work, "-c", "user.name=b", "-c", "user.email=b@example.org"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
 }
 
 // BenchmarkThroughput: 64 concurrent clients, each posting events for its own clusters,
@@ -293,17 +300,7 @@ func BenchmarkThroughput(b *testing.B) {
 // the service, and so a ceiling on BenchmarkThroughput, whose clients wait for their push
 // (64 clients / this time per push).
 func BenchmarkRemotePush(b *testing.B) {
-	remote := cloneBare(b)
-	work := filepath.Join(b.TempDir(), "w")
-	if out, err := exec.Command("git", "clone", "-q", remote, work).CombinedOutput(); err != nil {
-		b.Fatalf("%v: %s", err, out)
-	}
-	git := func(args ...string) {
-		cmd := exec.Command("git", append([]string{"-C", work, "-c", "user.name=b", "-c", "user.email=b@example.org"}, args...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
+	work, git := checkout(b, cloneBare(b))
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
