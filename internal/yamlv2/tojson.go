@@ -186,13 +186,17 @@ func (r *reader) sequence(indent, depth int) bool {
 			}
 			continue
 		}
+		// "- key: value" opens a mapping, and "- - x" a sequence, whose entries sit at the
+		// column after the dash: read this line again as that node's first line.
+		col := indent + 1 + spaces
 		if isSequenceEntry(rest) {
-			return false // "- - x": a compact nested sequence
+			r.lines[r.i] = line{indent: col, text: rest, raw: l.raw}
+			if !r.sequence(col, depth+1) {
+				return false
+			}
+			continue
 		}
 		if _, _, isKey := splitKey(rest); isKey {
-			// "- key: value" opens a mapping whose keys sit at the key's column: read
-			// this line again as that mapping's first line.
-			col := indent + 1 + spaces
 			r.lines[r.i] = line{indent: col, text: rest, raw: l.raw}
 			if !r.mapping(col, depth+1) {
 				return false
