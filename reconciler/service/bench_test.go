@@ -5,15 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,18 +163,8 @@ func startBench(b *testing.B, remote string, maxGroup int) string {
 
 // resynced reports whether the service finished a resync, from its /metrics.
 func resynced(url string) bool {
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, "magnum_gitops_resync_duration_seconds_count "); ok {
-			return rest != "0"
-		}
-	}
-	return false
+	values, err := scrape(url)
+	return err == nil && values["magnum_gitops_resync_duration_seconds_count"] > 0
 }
 
 func postJSON(url string, ev *v1alpha1.ClusterEvent) error {
@@ -354,20 +341,9 @@ func BenchmarkResync(b *testing.B) {
 // per event, the mean time its group spent building commits and pushing. Where the wall
 // time of a group goes tells the CPU-bound steps from the waiting ones.
 func reportSteps(b *testing.B, url string) {
-	resp, err := http.Get(url + "/metrics")
+	val, err := scrape(url)
 	if err != nil {
 		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	val := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(k, "#") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err == nil {
-				val[k] = f
-			}
-		}
 	}
 	mean := func(name, labels string) float64 {
 		if n := val[name+"_count"+labels]; n > 0 {

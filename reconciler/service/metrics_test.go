@@ -24,20 +24,9 @@ func TestMetrics(t *testing.T) {
 	if code, _ := h.post([]byte(`{"operation": "create_cluster", "bogus": 1}`)); code != http.StatusBadRequest {
 		t.Fatalf("bad request answered %d", code)
 	}
-	resp, err := http.Get(h.url + "/metrics")
+	values, err := scrape(h.url)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	values := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if name, v, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(line, "#") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err == nil {
-				values[name] = f
-			}
-		}
 	}
 	for name, want := range map[string]float64{
 		`magnum_gitops_events_total{operation="create_cluster",outcome="committed"}`: 2,
@@ -56,4 +45,27 @@ func TestMetrics(t *testing.T) {
 	if values[`magnum_gitops_step_duration_seconds_sum{step="push"}`] <= 0 {
 		t.Error("the push took no time")
 	}
+}
+
+// scrape reads the service's /metrics as a map from each sample's name (labels included,
+// as exposed) to its value.
+func scrape(url string) (map[string]float64, error) {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if name, v, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(line, "#") {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				values[name] = f
+			}
+		}
+	}
+	return values, nil
 }
