@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
 // isJSONObject reports whether data looks like a JSON document: its first character that
@@ -172,7 +173,8 @@ func (c *jsonChecker) after(closing byte) (more, ok bool) {
 }
 
 // str checks a string at c.i and returns its content: the raw bytes, or, when it has
-// escapes, the decoded text, so that "a" and "\u0061" are the same key.
+// escapes or invalid UTF-8, the text as encoding/json decodes it, so that "a" and "\u0061"
+// are the same key.
 func (c *jsonChecker) str() ([]byte, bool) {
 	start := c.i
 	c.i++ // "
@@ -182,7 +184,9 @@ func (c *jsonChecker) str() ([]byte, bool) {
 		case b == '"':
 			c.i++
 			raw := c.data[start:c.i]
-			if !escaped {
+			// encoding/json turns invalid UTF-8 into U+FFFD: two keys that differ only
+			// there are the same key once decoded.
+			if !escaped && utf8.Valid(raw) {
 				return raw[1 : len(raw)-1], true
 			}
 			var s string

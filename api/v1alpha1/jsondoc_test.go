@@ -24,6 +24,7 @@ func TestToJSONFastPath(t *testing.T) {
 		{"leading space", " \n\t{\"id\": \"e1\"}\n", true, ""},
 		{"duplicate key", `{"operation":"create_cluster","operation":"delete_cluster"}`, false, "twice"},
 		{"nested duplicate", `{"cluster":{"name":"a","name":"b"}}`, false, "twice"},
+		{"duplicate once invalid UTF-8 is replaced", "{\"\xf2\":1,\"\xff\":2}", false, "twice"},
 		{"same key in sibling objects", `{"a":{"k":1},"b":{"k":2},"c":[{"k":1},{"k":2}]}`, true, ""},
 		{"too deep", deep, false, "levels deep"},
 		{"second document", `{"id":"a"}{"id":"b"}`, false, "one document"},
@@ -90,7 +91,7 @@ var checkJSONSeeds = []string{
 	` {"a": [1, -2.5e+3, 0, true, false, null, "x\u0041\n\"", {}, []]}  ` + "\n",
 	`{"a":1,"\u0061":2}`, `{"a":{"b":1},"c":{"b":2}}`, `{"a":1} # c`, `{"a":1} {"b":2}`, `{"a":01}`, `{"a":1.}`,
 	`{"a":-}`, `{"a":"\x"}`, `{"a":"` + "\x01" + `"}`, `{"a" 1}`, `{"a":1,}`, `[1]`, `{"a":[1,]}`, `{"a":tru}`,
-	"{\"a\":\"\xff\"}",
+	"{\"a\":\"\xff\"}", "{\"\xf2\":1,\"\xff\":2}",
 }
 
 func sameCheck(t *testing.T, data []byte) {
