@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/byteset"
 )
 
 // The regexps the hand-written checks of charset.go and names.go replaced, as they were.
@@ -13,7 +15,7 @@ var (
 	filterREs = []struct {
 		name string
 		re   *regexp.Regexp
-		keep *byteSet
+		keep *byteset.Set
 	}{
 		{"label", regexp.MustCompile(`[^a-zA-Z0-9.\-/ _]`), labelChars},
 		{"csv", regexp.MustCompile(`[^a-zA-Z0-9.\-/:]`), csvChars},
@@ -46,8 +48,8 @@ var charsetCases = []string{
 func checkFilters(t *testing.T, s string) {
 	t.Helper()
 	for _, f := range filterREs {
-		if got, want := keepOnly(s, f.keep), f.re.ReplaceAllString(s, ""); got != want {
-			t.Errorf("%s: keepOnly(%q) = %q, the regexp gives %q", f.name, s, got, want)
+		if got, want := f.keep.KeepOnly(s), f.re.ReplaceAllString(s, ""); got != want {
+			t.Errorf("%s: KeepOnly(%q) = %q, the regexp gives %q", f.name, s, got, want)
 		}
 	}
 	for _, m := range matchREs {

@@ -7,12 +7,12 @@ package generator
 // isProjectID is ^[A-Za-z0-9_-]+$: what a Keystone project id can be made of. The driver
 // silently deletes everything else when it builds the namespace; refusing instead keeps two
 // odd ids from sharing one namespace.
-func isProjectID(s string) bool { return s != "" && allIn(s, projectIDChars) }
+func isProjectID(s string) bool { return s != "" && projectIDChars.All(s) }
 
 // isDNSLabelForm is ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$, a DNS-1123 label without its length
 // limit: the form every object named after R must have.
 func isDNSLabelForm(s string) bool {
-	return s != "" && lowerAlnum[s[0]] && lowerAlnum[s[len(s)-1]] && allIn(s, dnsLabelChars)
+	return s != "" && lowerAlnum[s[0]] && lowerAlnum[s[len(s)-1]] && dnsLabelChars.All(s)
 }
 
 // isDNSLabel reports whether validation.IsDNS1123Label accepts s: isDNSLabelForm, at most
@@ -23,7 +23,7 @@ func isDNSLabel(s string) bool { return len(s) <= 63 && isDNSLabelForm(s) }
 // isNodeGroupName is ^[a-z][a-z0-9-]+[a-z0-9]$, the openstack-cluster chart's own check of
 // node group names (chart >= 0.15): at least 3 characters.
 func isNodeGroupName(s string) bool {
-	return len(s) >= 3 && 'a' <= s[0] && s[0] <= 'z' && lowerAlnum[s[len(s)-1]] && allIn(s, dnsLabelChars)
+	return len(s) >= 3 && 'a' <= s[0] && s[0] <= 'z' && lowerAlnum[s[len(s)-1]] && dnsLabelChars.All(s)
 }
 
 // isLabelValueForm reports whether validation.IsValidLabelValue accepts s: at most 63
@@ -33,5 +33,5 @@ func isLabelValueForm(s string) bool {
 	if s == "" {
 		return true
 	}
-	return len(s) <= 63 && alnum[s[0]] && alnum[s[len(s)-1]] && allIn(s, labelValueChars)
+	return len(s) <= 63 && alnum[s[0]] && alnum[s[len(s)-1]] && labelValueChars.All(s)
 }

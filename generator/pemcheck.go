@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/byteset"
 )
 
 // The PEM block types checkPEM accepts for certificates and for private keys. They are
@@ -164,7 +166,7 @@ func pemLine(data string) (line, rest string, consumed int) {
 
 // base64Alphabet is 1 for the characters of base64.StdEncoding's alphabet, 0 for others.
 var base64Alphabet = func() (t [256]uint8) {
-	for c, in := range newByteSet("A-Za-z0-9+/") {
+	for c, in := range byteset.New("A-Za-z0-9+/") {
 		if in {
 			t[c] = 1
 		}

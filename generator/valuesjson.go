@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/byteset"
 )
 
 // marshalValues is json.Marshal(values), byte for byte. The HelmRelease carries the chart
@@ -78,7 +80,7 @@ func appendValueJSON(b []byte, v any) ([]byte, error) {
 // appendStringJSON appends s as a JSON string. A string of jsonPlain bytes is written as it
 // is; any other is left to json.Marshal.
 func appendStringJSON(b []byte, s string) ([]byte, error) {
-	if !allIn(s, jsonPlain) {
+	if !jsonPlain.All(s) {
 		return appendMarshal(b, s)
 	}
 	b = append(b, '"')
@@ -89,8 +91,8 @@ func appendStringJSON(b []byte, s string) ([]byte, error) {
 // jsonPlain are the bytes encoding/json writes unescaped in a string: printable ASCII but
 // the quote, the backslash, and <, > and & (escaped for HTML). DEL and everything from
 // 0x80 on are left out too, so UTF-8 and its validation stay json.Marshal's.
-var jsonPlain = func() *byteSet {
-	var s byteSet
+var jsonPlain = func() *byteset.Set {
+	var s byteset.Set
 	for c := 0x20; c < 0x7f; c++ {
 		s[c] = !strings.ContainsRune(`"\<>&`, rune(c))
 	}

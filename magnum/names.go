@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/byteset"
 )
 
 const (
@@ -33,7 +35,7 @@ func SanitizedName(s string, suffix ...string) string {
 // (every run is a lone "-"), as for names already sanitized, which saves the copy.
 func dashRuns(s string) string {
 	i := 0
-	for i < len(s) && (lowerAlnum(s[i]) || s[i] == '-' && (i == 0 || lowerAlnum(s[i-1]))) {
+	for i < len(s) && (lowerAlnum[s[i]] || s[i] == '-' && (i == 0 || lowerAlnum[s[i-1]])) {
 		i++
 	}
 	if i == len(s) {
@@ -44,7 +46,7 @@ func dashRuns(s string) string {
 	run := i > 0 && s[i-1] == '-' // s[i] continues the run of a lone "-" kept above
 	for ; i < len(s); i++ {
 		c := s[i]
-		if lowerAlnum(c) {
+		if lowerAlnum[c] {
 			b = append(b, c)
 			run = false
 		} else if !run {
@@ -55,8 +57,8 @@ func dashRuns(s string) string {
 	return string(b)
 }
 
-// lowerAlnum reports whether c is in [a-z0-9], what names keep.
-func lowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+// lowerAlnum is [a-z0-9], what names keep.
+var lowerAlnum = byteset.New("a-z0-9")
 
 // ResourceName is the driver's get_k8s_resource_name: the whole "R-x" re-sanitized. The
 // driver names the Secrets it writes this way, so adopted Secrets keep their names.
@@ -98,28 +100,7 @@ func GenerateReleaseName(clusterName, clusterUUID string) string {
 // Namespace is the driver's cluster_namespace: "<prefix>-" followed by the project id
 // lower-cased with every character outside [a-z0-9] removed.
 func Namespace(prefix, projectID string) string {
-	return prefix + "-" + onlyAlnum(strings.ToLower(projectID))
-}
-
-// onlyAlnum deletes every byte outside [a-z0-9]: the regexp [^a-z0-9] replaced by "", byte
-// for byte (a multi-byte rune, or an invalid byte, is deleted whole either way), without
-// the regexp machinery. s is returned as is when there is nothing to delete, which is the
-// usual case of a Keystone project id.
-func onlyAlnum(s string) string {
-	i := 0
-	for i < len(s) && lowerAlnum(s[i]) {
-		i++
-	}
-	if i == len(s) {
-		return s
-	}
-	b := []byte(s[:i])
-	for ; i < len(s); i++ {
-		if lowerAlnum(s[i]) {
-			b = append(b, s[i])
-		}
-	}
-	return string(b)
+	return prefix + "-" + lowerAlnum.KeepOnly(strings.ToLower(projectID))
 }
 
 // IsUUIDLike mirrors oslo.utils is_uuid_like: 32 hex digits once "urn:uuid:", braces and
