@@ -61,7 +61,7 @@ FUZZ_TARGETS := ./api/v1alpha1:FuzzDecodeEvent ./cmd/magnum-gitops:FuzzLoadConfi
 fuzz: ## Run every fuzz target for FUZZTIME each
 	@for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "==> $$name ($$pkg, $(FUZZTIME))"; \
-	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1x || exit 1; \
+	  GO=$(GO) hack/fuzz.sh $$pkg $$name $(FUZZTIME) || exit 1; \
 	done
 
 update-golden: ## Rewrite the golden files under fixtures/golden
