@@ -41,5 +41,5 @@ func (r *Repo) commit(b *treeBuilder, tree, parent plumbing.Hash, message string
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return b.store(obj)
+	return b.store(obj, plumbing.ZeroHash) // commits are small: no delta
 }

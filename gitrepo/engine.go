@@ -114,9 +114,9 @@ func (r *Repo) recoverLocal(ctx context.Context, err error, healed *bool) error 
 // buildChain builds every live job's change on the tip left by the ones before it and
 // commits it locally. It returns the last commit (base when nothing changed) and the
 // objects the chain created. Callers hold mu.
-func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.Hash, jobs []*job, accept func(*Change) error) (plumbing.Hash, []plumbing.Hash, error) {
+func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.Hash, jobs []*job, accept func(*Change) error) (plumbing.Hash, []newObject, error) {
 	tip := base
-	var objects []plumbing.Hash
+	var objects []newObject
 	for _, j := range jobs {
 		if j.err != nil {
 			continue
@@ -151,7 +151,7 @@ func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.H
 		}
 		j.last = c
 		var commit plumbing.Hash
-		var created []plumbing.Hash
+		var created []newObject
 		err := r.locked(func() error {
 			if err := r.checkConflicts(tg.branch, first, base, c.Files); err != nil {
 				return err

@@ -9,26 +9,18 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
 
-// deltaWindow is how many objects of the same type the pack encoder tries as a delta base
-// for each object, as git's pack.window (default 10). A group of commits rewrites the same
-// large trees once per commit (the namespace list of a 10,000-cluster repository is ~20 KB);
-// as deltas of one another they cost a few bytes each instead of being compressed whole,
-// which cuts the push's CPU here and the remote's inflating and hashing.
-const deltaWindow = 10
-
 // push sends exactly the objects a change created and moves one ref from old to new over
 // a receive-pack session. go-git's Repository.Push would first walk the whole tree to find
 // what the remote lacks; here the cost is O(changed objects). The ref only moves if the
 // remote still has prev, so a concurrent writer can never be overwritten. Callers hold mu,
 // not st.
-func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next plumbing.Hash, objects []plumbing.Hash) error {
+func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next plumbing.Hash, objects []newObject) error {
 	cl, err := client.NewClient(r.ep)
 	if err != nil {
 		return classify(err)
@@ -57,8 +49,7 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next 
 	}
 	var pack bytes.Buffer
 	err = r.locked(func() error {
-		_, err := packfile.NewEncoder(&pack, r.store, false).Encode(dedupe(objects), deltaWindow)
-		return err
+		return writePack(&pack, r.store, objects)
 	})
 	if err != nil {
 		return &localError{fmt.Errorf("packing %d objects: %w", len(objects), err)}
@@ -152,15 +143,15 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 
 func (b *boundedBuffer) String() string { return b.buf.String() }
 
-// dedupe drops repeated hashes (two changes of a group writing the same content), which
-// would otherwise be packed twice.
-func dedupe(hs []plumbing.Hash) []plumbing.Hash {
-	seen := make(map[plumbing.Hash]bool, len(hs))
-	out := hs[:0:0]
-	for _, h := range hs {
-		if !seen[h] {
-			seen[h] = true
-			out = append(out, h)
+// dedupe drops repeated objects (two changes of a group writing the same content), which
+// would otherwise be packed twice; the first stays.
+func dedupe(objects []newObject) []newObject {
+	seen := make(map[plumbing.Hash]bool, len(objects))
+	out := objects[:0:0]
+	for _, o := range objects {
+		if !seen[o.hash] {
+			seen[o.hash] = true
+			out = append(out, o)
 		}
 	}
 	return out

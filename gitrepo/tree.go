@@ -20,7 +20,7 @@ import (
 // O(repository). It records every object it writes, which is exactly what a push sends.
 type treeBuilder struct {
 	s       storer.EncodedObjectStorer
-	created []plumbing.Hash
+	created []newObject
 }
 
 // apply returns the hash of tree (ZeroHash for none) with changes applied; paths are
@@ -92,7 +92,11 @@ func (b *treeBuilder) apply(tree plumbing.Hash, changes map[string][]byte) (plum
 		h := plumbing.ComputeHash(plumbing.BlobObject, content)
 		if !exists || entries[i].Hash != h || !entries[i].Mode.IsFile() {
 			// Only new content is stored, so the push carries only what changed.
-			if _, err := b.blob(content); err != nil {
+			var prev plumbing.Hash
+			if exists && entries[i].Mode.IsFile() {
+				prev = entries[i].Hash
+			}
+			if _, err := b.blob(content, prev); err != nil {
 				return plumbing.ZeroHash, err
 			}
 		}
@@ -165,7 +169,8 @@ func prefixErr(dir string, err error) error {
 	return err
 }
 
-func (b *treeBuilder) blob(content []byte) (plumbing.Hash, error) {
+// blob stores content; prev is the blob it replaces at its path (zero for a new file).
+func (b *treeBuilder) blob(content []byte, prev plumbing.Hash) (plumbing.Hash, error) {
 	obj := b.s.NewEncodedObject()
 	obj.SetType(plumbing.BlobObject)
 	obj.SetSize(int64(len(content)))
@@ -179,7 +184,7 @@ func (b *treeBuilder) blob(content []byte) (plumbing.Hash, error) {
 	if err := w.Close(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return b.store(obj)
+	return b.store(obj, prev)
 }
 
 // write stores a tree unless it is identical to old.
@@ -191,7 +196,7 @@ func (b *treeBuilder) write(t *object.Tree, old plumbing.Hash) (plumbing.Hash, e
 	if obj.Hash() == old {
 		return old, nil
 	}
-	h, err := b.store(obj)
+	h, err := b.store(obj, old)
 	if err == nil {
 		// The next commit of a group, and the plan of the next event, read this tree
 		// again: the widest one (a namespace per entry) would be decoded each time.
@@ -200,12 +205,14 @@ func (b *treeBuilder) write(t *object.Tree, old plumbing.Hash) (plumbing.Hash, e
 	return h, err
 }
 
-func (b *treeBuilder) store(obj plumbing.EncodedObject) (plumbing.Hash, error) {
+// store writes obj and records it, with the object it replaces at its path (prev), for
+// the push.
+func (b *treeBuilder) store(obj plumbing.EncodedObject, prev plumbing.Hash) (plumbing.Hash, error) {
 	h, err := b.s.SetEncodedObject(obj)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	b.created = append(b.created, h)
+	b.created = append(b.created, newObject{hash: h, prev: prev})
 	return h, nil
 }
 
