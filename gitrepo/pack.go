@@ -77,7 +77,7 @@ func writePack(w io.Writer, s storer.EncodedObjectStorer, objects []newObject) e
 			if base != nil {
 				if delta := packfile.DiffDelta(base, data); len(delta) < len(data)/2 {
 					if err := p.ofsDelta(offset-at[root].offset, delta); err != nil {
-						return fmt.Errorf("packing %s: %w", o.hash, err)
+						return err
 					}
 					continue
 				}
@@ -85,7 +85,7 @@ func writePack(w io.Writer, s storer.EncodedObjectStorer, objects []newObject) e
 			at[o.hash] = written{offset: offset, root: o.hash}
 		}
 		if err := p.entry(typ, data); err != nil {
-			return fmt.Errorf("packing %s: %w", o.hash, err)
+			return err
 		}
 	}
 	_, err := w.Write(p.h.Sum(nil))
@@ -96,17 +96,17 @@ func writePack(w io.Writer, s storer.EncodedObjectStorer, objects []newObject) e
 func read(s storer.EncodedObjectStorer, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	obj, err := s.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
-		return 0, nil, fmt.Errorf("packing %s: %w", h, err)
+		return 0, nil, fmt.Errorf("reading %s: %w", h, err)
 	}
 	rd, err := obj.Reader()
 	if err != nil {
-		return 0, nil, fmt.Errorf("packing %s: %w", h, err)
+		return 0, nil, fmt.Errorf("reading %s: %w", h, err)
 	}
 	defer rd.Close()
 	var buf bytes.Buffer
 	buf.Grow(int(obj.Size()) + bytes.MinRead) // read in one piece
 	if _, err := buf.ReadFrom(rd); err != nil {
-		return 0, nil, fmt.Errorf("packing %s: %w", h, err)
+		return 0, nil, fmt.Errorf("reading %s: %w", h, err)
 	}
 	return obj.Type(), buf.Bytes(), nil
 }

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -63,4 +65,39 @@ func remoteSpans(path, remote string) ([]time.Duration, error) {
 		}
 	}
 	return spans, nil
+}
+
+// TestRemoteSpans reads a trace of two pushes to the remote — one from go-git (a
+// receive-pack of its own), one from the git CLI (receive-pack a child of git push), the
+// first with index-pack, the second with unpack-objects — and one push to another
+// repository, which is not counted.
+func TestRemoteSpans(t *testing.T) {
+	t.Parallel()
+	lines := []string{
+		`{"event":"start","sid":"A","time":"2026-11-23T10:00:00.000000Z","argv":["git-receive-pack","/r.git"]}`,
+		`{"event":"start","sid":"A/B","time":"2026-11-23T10:00:00.030000Z","argv":["/usr/lib/git-core/git","index-pack","--stdin"]}`,
+		`{"event":"exit","sid":"A/B","time":"2026-11-23T10:00:00.040000Z"}`,
+		`{"event":"start","sid":"A/C","time":"2026-11-23T10:00:00.041000Z","argv":["/usr/lib/git-core/git","rev-list","--objects"]}`,
+		`{"event":"start","sid":"P","time":"2026-11-23T10:00:00.050000Z","argv":["git","push","origin"]}`,
+		`{"event":"start","sid":"P/D","time":"2026-11-23T10:00:00.055000Z","argv":["git-receive-pack","/r.git"]}`,
+		`{"event":"exit","sid":"A/C","time":"2026-11-23T10:00:00.080000Z"}`,
+		`{"event":"exit","sid":"A","time":"2026-11-23T10:00:00.090000Z"}`,
+		`{"event":"start","sid":"P/D/E","time":"2026-11-23T10:00:00.100000Z","argv":["/usr/lib/git-core/git","unpack-objects","--pack_header=2,8"]}`,
+		`{"event":"exit","sid":"P/D","time":"2026-11-23T10:00:00.125000Z"}`,
+		`{"event":"start","sid":"F","time":"2026-11-23T10:00:01.000000Z","argv":["git-receive-pack","/other.git"]}`,
+		`{"event":"start","sid":"F/G","time":"2026-11-23T10:00:01.010000Z","argv":["/usr/lib/git-core/git","index-pack","--stdin"]}`,
+		`{"event":"exit","sid":"F","time":"2026-11-23T10:00:02.000000Z"}`,
+	}
+	file := filepath.Join(t.TempDir(), "trace.json")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spans, err := remoteSpans(file, "/r.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(spans)
+	if want := []time.Duration{25 * time.Millisecond, 60 * time.Millisecond}; !slices.Equal(spans, want) {
+		t.Errorf("spans %v, want %v", spans, want)
+	}
 }
