@@ -26,6 +26,11 @@ type Tree interface {
 type Snapshot struct {
 	r      *Repo
 	commit plumbing.Hash
+	// tree is the commit's root tree once resolved; guarded by the Repo's st, which every
+	// read holds. A plan or a resync reads many files of one snapshot, and each would
+	// otherwise decode the commit again.
+	tree     plumbing.Hash
+	resolved bool
 }
 
 var _ Tree = (*Snapshot)(nil)
@@ -87,7 +92,7 @@ func (r *Repo) ListFiles(dir string) ([]string, error) {
 // ReadFile implements Tree.
 func (s *Snapshot) ReadFile(p string) (data []byte, ok bool, err error) {
 	err = s.r.locked(func() error {
-		tree, err := s.r.treeOf(s.commit)
+		tree, err := s.root()
 		if err == nil {
 			data, ok, err = readPath(s.r.store, tree, p)
 		}
@@ -128,7 +133,7 @@ func (s *Snapshot) ListFiles(dir string) (files []string, err error) {
 // dir returns the tree of a directory (nil when it does not exist) and the prefix of
 // the paths under it. Callers hold st.
 func (s *Snapshot) dir(dir string) (*object.Tree, string, error) {
-	root, err := s.r.treeOf(s.commit)
+	root, err := s.root()
 	if err != nil || root.IsZero() {
 		return nil, "", err
 	}
@@ -142,6 +147,18 @@ func (s *Snapshot) dir(dir string) (*object.Tree, string, error) {
 	}
 	t, err := object.GetTree(s.r.store, h)
 	return t, prefix, err
+}
+
+// root returns the snapshot's root tree, resolving it once. Callers hold st.
+func (s *Snapshot) root() (plumbing.Hash, error) {
+	if !s.resolved {
+		t, err := s.r.treeOf(s.commit)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		s.tree, s.resolved = t, true
+	}
+	return s.tree, nil
 }
 
 // walkFiles appends the paths of the files under t, depth first in tree order. Callers
