@@ -38,8 +38,9 @@ func writePack(w io.Writer, s storer.EncodedObjectStorer, objects []newObject) e
 	objects = dedupe(objects)
 	p := packWriter{h: sha1.New()} //nolint:gosec // the format's checksum
 	p.w = io.MultiWriter(w, p.h)
-	// Level 1: the remote inflates at the same cost whatever the level, and Go's deflate
-	// takes half the time for a pack ~5 % larger than at the default level.
+	// Level 1: the remote inflates at the same cost whatever the level, and packing a
+	// group took a quarter less time (BenchmarkPack 22 → 16 ms) for a pack ~5 % larger
+	// than at the default level.
 	p.z, _ = zlib.NewWriterLevel(&p, zlib.BestSpeed)
 	p.stored, _ = zlib.NewWriterLevel(&p, zlib.NoCompression)
 	if err := p.header(len(objects)); err != nil {
