@@ -93,6 +93,20 @@ func writePack(w io.Writer, s storer.EncodedObjectStorer, objects []newObject) e
 	return err
 }
 
+// dedupe drops repeated objects (two changes of a group writing the same content), which
+// would otherwise be packed twice; the first stays.
+func dedupe(objects []newObject) []newObject {
+	seen := make(map[plumbing.Hash]bool, len(objects))
+	out := objects[:0:0]
+	for _, o := range objects {
+		if !seen[o.hash] {
+			seen[o.hash] = true
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // read returns an object's type and content.
 func read(s storer.EncodedObjectStorer, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	obj, err := s.EncodedObject(plumbing.AnyObject, h)

@@ -142,17 +142,3 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *boundedBuffer) String() string { return b.buf.String() }
-
-// dedupe drops repeated objects (two changes of a group writing the same content), which
-// would otherwise be packed twice; the first stays.
-func dedupe(objects []newObject) []newObject {
-	seen := make(map[plumbing.Hash]bool, len(objects))
-	out := objects[:0:0]
-	for _, o := range objects {
-		if !seen[o.hash] {
-			seen[o.hash] = true
-			out = append(out, o)
-		}
-	}
-	return out
-}
