@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -119,8 +120,14 @@ func assetsDir() (string, error) {
 
 // Main runs a package's tests around one API server and returns the exit code; use it from
 // TestMain as os.Exit(testenv.Main(m, &env)). When the binaries are missing, env stays nil
-// and Require skips (or fails under CI).
+// and Require skips (or fails under CI). With -run '^$' (benchmarks only) none is started.
 func Main(m *testing.M, env **Env) int {
+	flag.Parse()
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "^$" {
+		// Benchmarks only (make bench): an idle API server still takes CPU from what
+		// they measure, and none of them uses it.
+		return m.Run()
+	}
 	e, err := Start()
 	switch {
 	case errors.Is(err, ErrNoBinaries):
