@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"io"
 	"strings"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -41,5 +42,14 @@ func (r *Repo) commit(b *treeBuilder, tree, parent plumbing.Hash, message string
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return b.store(obj, plumbing.ZeroHash) // commits are small: no delta
+	rd, err := obj.Reader()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer rd.Close()
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return b.store(obj, data, plumbing.ZeroHash) // commits are small: no delta
 }

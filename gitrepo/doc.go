@@ -5,9 +5,10 @@
 // are built with go-git plumbing: only the trees on the changed paths are written, no
 // worktree is scanned, and a push sends exactly the new objects over one receive-pack
 // session that moves the ref only from the head the change was built on — never a force
-// push. The pack is written here, not by go-git's encoder: the commits of a group rewrite
-// the same trees, and each later version of a path goes as a delta against its first
-// version in the pack.
+// push. The pack is written here, not by go-git's encoder, on a goroutine of its own while
+// the chain of commits is built: the commits of a group rewrite the same trees, and each
+// later version of a path goes as a delta against its first version in the pack, trees
+// diffed entry by entry.
 //
 // Writing:
 //   - Apply commits static Changes (desired content per path, a message, trailers).

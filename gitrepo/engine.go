@@ -68,7 +68,7 @@ func (r *Repo) run(ctx context.Context, tg target, jobs []*job, accept func(*Cha
 		}
 		attempts++
 		t0 := time.Now()
-		tip, objects, err := r.buildChain(ctx, tg, first, base, jobs, accept)
+		tip, pack, err := r.buildChain(ctx, tg, first, base, jobs, accept)
 		timing.Build += time.Since(t0)
 		if err != nil {
 			if err := r.recoverLocal(ctx, err, &healed); err != nil {
@@ -83,7 +83,7 @@ func (r *Repo) run(ctx context.Context, tg target, jobs []*job, accept func(*Cha
 		var remoteHead plumbing.Hash
 		_ = r.locked(func() error { remoteHead, _ = r.head(tg.branch); return nil })
 		t0 = time.Now()
-		err = r.push(ctx, plumbing.NewBranchReferenceName(tg.branch), remoteHead, tip, objects)
+		err = r.push(ctx, plumbing.NewBranchReferenceName(tg.branch), remoteHead, tip, pack)
 		timing.Push += time.Since(t0)
 		if err == nil {
 			_ = r.locked(func() error {
@@ -112,11 +112,17 @@ func (r *Repo) recoverLocal(ctx context.Context, err error, healed *bool) error 
 }
 
 // buildChain builds every live job's change on the tip left by the ones before it and
-// commits it locally. It returns the last commit (base when nothing changed) and the
-// objects the chain created. Callers hold mu.
-func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.Hash, jobs []*job, accept func(*Change) error) (plumbing.Hash, []newObject, error) {
-	tip := base
-	var objects []newObject
+// commits it locally. It returns the last commit (base when nothing changed) and the pack
+// of the objects the chain created, written as it goes. Callers hold mu.
+func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.Hash, jobs []*job, accept func(*Change) error) (tip plumbing.Hash, pack []byte, err error) {
+	tip = base
+	pk := startPacking()
+	defer func() {
+		p, n := pk.finish()
+		if err == nil && n > 0 {
+			pack = p
+		}
+	}()
 	for _, j := range jobs {
 		if j.err != nil {
 			continue
@@ -183,9 +189,9 @@ func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.H
 			continue // a no-op on this tip
 		}
 		j.commit, tip = commit, commit
-		objects = append(objects, created...)
+		pk.add(created)
 	}
-	return tip, objects, nil
+	return tip, nil, nil
 }
 
 // refresh fetches the branches a change depends on and returns its new base.

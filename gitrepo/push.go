@@ -15,12 +15,12 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
 
-// push sends exactly the objects a change created and moves one ref from old to new over
-// a receive-pack session. go-git's Repository.Push would first walk the whole tree to find
-// what the remote lacks; here the cost is O(changed objects). The ref only moves if the
-// remote still has prev, so a concurrent writer can never be overwritten. Callers hold mu,
-// not st.
-func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next plumbing.Hash, objects []newObject) error {
+// push sends a pack of exactly the objects a change created and moves one ref from old to
+// new over a receive-pack session. go-git's Repository.Push would first walk the whole
+// tree to find what the remote lacks; here the cost is O(changed objects). The ref only
+// moves if the remote still has prev, so a concurrent writer can never be overwritten.
+// Callers hold mu, not st.
+func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next plumbing.Hash, pack []byte) error {
 	cl, err := client.NewClient(r.ep)
 	if err != nil {
 		return classify(err)
@@ -47,13 +47,6 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next 
 			return errStale
 		}
 	}
-	var pack bytes.Buffer
-	err = r.locked(func() error {
-		return writePack(&pack, r.store, objects)
-	})
-	if err != nil {
-		return &localError{fmt.Errorf("packing %d objects: %w", len(objects), err)}
-	}
 	req := packp.NewReferenceUpdateRequest()
 	remote := &boundedBuffer{max: 2048}
 	if adv != nil {
@@ -66,7 +59,7 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next 
 		}
 	}
 	req.Commands = []*packp.Command{{Name: ref, Old: prev, New: next}}
-	req.Packfile = io.NopCloser(&pack)
+	req.Packfile = io.NopCloser(bytes.NewReader(pack))
 	report, err := sess.ReceivePack(ctx, req)
 	if report != nil {
 		// go-git also returns the report's first failure as err; the report says more.

@@ -172,11 +172,14 @@ func prefixErr(dir string, err error) error {
 
 // blob stores content; prev is the blob it replaces at its path (zero for a new file).
 func (b *treeBuilder) blob(content []byte, prev plumbing.Hash) (plumbing.Hash, error) {
+	// A copy: the pack is written from it on another goroutine, and content is the
+	// caller's.
+	content = bytes.Clone(content)
 	obj, err := b.object(plumbing.BlobObject, content)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return b.store(obj, prev)
+	return b.store(obj, content, prev)
 }
 
 // object makes an object of the store's kind holding content, without storing it.
@@ -196,14 +199,15 @@ func (b *treeBuilder) object(typ plumbing.ObjectType, content []byte) (plumbing.
 
 // write stores a tree unless it is identical to old.
 func (b *treeBuilder) write(t *object.Tree, old plumbing.Hash) (plumbing.Hash, error) {
-	obj, err := b.object(plumbing.TreeObject, encodeTree(t.Entries))
+	data := encodeTree(t.Entries)
+	obj, err := b.object(plumbing.TreeObject, data)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if obj.Hash() == old {
 		return old, nil
 	}
-	h, err := b.store(obj, old)
+	h, err := b.store(obj, data, old)
 	if err == nil {
 		// The next commit of a group, and the plan of the next event, read this tree
 		// again: the widest one (a namespace per entry) would be decoded each time.
@@ -231,14 +235,14 @@ func encodeTree(entries []object.TreeEntry) []byte {
 	return buf
 }
 
-// store writes obj and records it, with the object it replaces at its path (prev), for
-// the push.
-func (b *treeBuilder) store(obj plumbing.EncodedObject, prev plumbing.Hash) (plumbing.Hash, error) {
+// store writes obj and records it, with its content (data, which must not change
+// afterwards) and the object it replaces at its path (prev), for the push.
+func (b *treeBuilder) store(obj plumbing.EncodedObject, data []byte, prev plumbing.Hash) (plumbing.Hash, error) {
 	h, err := b.s.SetEncodedObject(obj)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	b.created = append(b.created, newObject{hash: h, prev: prev})
+	b.created = append(b.created, newObject{hash: h, prev: prev, typ: obj.Type(), data: data})
 	return h, nil
 }
 
