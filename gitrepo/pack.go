@@ -126,7 +126,7 @@ func writePack(w io.Writer, objects []newObject) error {
 }
 
 // packing packs a chain's objects on a goroutine of its own while the chain is built:
-// deflating and diffing take a quarter of a group's CPU, and the builder leaves a core
+// packing took a third of the CPU a group's commits cost, on one core while another sat
 // idle. add hands over a commit's objects, which must not change afterwards.
 type packing struct {
 	in   chan []newObject
