@@ -25,9 +25,9 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	code := testenv.Main(m, &env)
-	if seedDir != "" {
-		// The benchmarks' seed repository is shared by the whole binary: it goes here.
-		_ = os.RemoveAll(filepath.Dir(seedDir))
+	// The benchmarks' seed repositories are shared by the whole binary: they go here.
+	for _, dir := range seedDirs {
+		_ = os.RemoveAll(filepath.Dir(dir))
 	}
 	os.Exit(code)
 }

@@ -25,17 +25,25 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
 )
 
+// benchClusters is the size of the benchmark repository; the figures are for it.
 const benchClusters = 10000
 
+// clustersPerProject spreads the clusters over projects (Magnum namespaces), 500 for
+// the 10,000.
+const clustersPerProject = 20
+
 var (
-	seedOnce sync.Once
-	seedDir  string
-	seedErr  error
+	seedMu   sync.Mutex
+	seedDirs = map[int]string{} // by the number of clusters
 )
 
-// benchEvent is cluster i of the benchmark repository with n workers. The fixture is decoded
-// once: the clients' own decoding would otherwise compete with the service for the CPU.
-func benchEvent(i, n int) *v1alpha1.ClusterEvent {
+// benchEvent is cluster i of the benchmark repository of 10,000 clusters with n workers.
+func benchEvent(i, n int) *v1alpha1.ClusterEvent { return benchEventOf(benchClusters, i, n) }
+
+// benchEventOf is cluster i of a benchmark repository of the given size with n workers.
+// The fixture is decoded once: the clients' own decoding would otherwise compete with the
+// service for the CPU.
+func benchEventOf(clusters, i, n int) *v1alpha1.ClusterEvent {
 	fixtureOnce.Do(func() {
 		data, err := fixtures.Events.ReadFile("events/01-prod-a-create.yaml")
 		if err != nil {
@@ -57,7 +65,7 @@ func benchEvent(i, n int) *v1alpha1.ClusterEvent {
 	ev.Cluster.UUID = fmt.Sprintf("3e9b7c52-1d4a-4f8e-9b6c-%012d", i)
 	ev.Cluster.Name = fmt.Sprintf("b%05d", i)
 	ev.Cluster.StackID = fmt.Sprintf("b%05d-stack", i)
-	ev.Cluster.ProjectID = fmt.Sprintf("p%03d", i%500)
+	ev.Cluster.ProjectID = fmt.Sprintf("p%03d", i%(clusters/clustersPerProject))
 	ev.NodeGroups[1].NodeCount = n
 	return &ev
 }
@@ -67,58 +75,64 @@ var (
 	fixtureJSON []byte
 )
 
-// seedRepo returns a bare repository holding 10,000 rendered clusters (manifests, plaintext
-// Secrets and records: about 100,000 files), made once per benchmark binary.
-func seedRepo(b *testing.B) string {
+// seedRepo returns a bare repository holding the given number of rendered clusters
+// (manifests, plaintext Secrets and records: about 100,000 files for 10,000), made once per
+// size and benchmark binary.
+func seedRepo(b *testing.B, clusters int) string {
 	b.Helper()
-	seedOnce.Do(func() {
-		root, err := os.MkdirTemp("", "serve-bench-")
-		if err != nil {
-			seedErr = err
-			return
-		}
-		seedDir = filepath.Join(root, "seed.git")
-		if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", seedDir).CombinedOutput(); err != nil {
-			seedErr = fmt.Errorf("%v: %s", err, out)
-			return
-		}
-		repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: "file://" + seedDir, Author: gitrepo.Signature{Name: "b", Email: "b@example.org"}})
-		if err != nil {
-			seedErr = err
-			return
-		}
-		cfg := generator.DefaultConfig()
-		p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
-		change := gitrepo.Change{Subject: "seed 10000 clusters", Files: map[string][]byte{}}
-		for i := range benchClusters {
-			ev := benchEvent(i, 3)
-			res, err := p.Render(context.Background(), ev)
-			if err != nil {
-				seedErr = err
-				return
-			}
-			pl, err := p.Plan(ev, res, reconciler.EmptyTree{})
-			if err != nil {
-				seedErr = err
-				return
-			}
-			for f, c := range pl.Changes {
-				change.Files[f] = c
-			}
-		}
-		_, seedErr = repo.Apply(context.Background(), change)
-	})
-	if seedErr != nil {
-		b.Fatal(seedErr)
+	seedMu.Lock()
+	defer seedMu.Unlock()
+	if dir, ok := seedDirs[clusters]; ok {
+		return dir
 	}
-	return seedDir
+	dir, err := seed(clusters)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seedDirs[clusters] = dir
+	return dir
 }
 
-// cloneBare copies the seed so that every benchmark starts from the same repository.
-func cloneBare(b *testing.B) string {
+func seed(clusters int) (string, error) {
+	root, err := os.MkdirTemp("", "serve-bench-")
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "seed.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", dir).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%v: %s", err, out)
+	}
+	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: "file://" + dir, Author: gitrepo.Signature{Name: "b", Email: "b@example.org"}})
+	if err != nil {
+		return "", err
+	}
+	cfg := generator.DefaultConfig()
+	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+	change := gitrepo.Change{Subject: fmt.Sprintf("seed %d clusters", clusters), Files: map[string][]byte{}}
+	for i := range clusters {
+		ev := benchEventOf(clusters, i, 3)
+		res, err := p.Render(context.Background(), ev)
+		if err != nil {
+			return "", err
+		}
+		pl, err := p.Plan(ev, res, reconciler.EmptyTree{})
+		if err != nil {
+			return "", err
+		}
+		for f, c := range pl.Changes {
+			change.Files[f] = c
+		}
+	}
+	_, err = repo.Apply(context.Background(), change)
+	return dir, err
+}
+
+// cloneBare copies the seed of the given size so that every benchmark starts from the same
+// repository.
+func cloneBare(b *testing.B, clusters int) string {
 	b.Helper()
 	dst := filepath.Join(b.TempDir(), "r.git")
-	if out, err := exec.Command("git", "clone", "-q", "--bare", seedRepo(b), dst).CombinedOutput(); err != nil {
+	if out, err := exec.Command("git", "clone", "-q", "--bare", seedRepo(b, clusters), dst).CombinedOutput(); err != nil {
 		b.Fatalf("%v: %s", err, out)
 	}
 	return dst
@@ -150,7 +164,7 @@ func startBench(b *testing.B, remote string, maxGroup int) string {
 	case err := <-done:
 		b.Fatal(err)
 	}
-	// The resync at start re-renders all 10,000 clusters; measure beside it, not with it.
+	// The resync at start re-renders every cluster; measure beside it, not with it.
 	deadline := time.Now().Add(5 * time.Minute)
 	for !resynced(url) {
 		if time.Now().After(deadline) {
@@ -189,7 +203,7 @@ var benchSeq atomic.Int64
 // 10,000-cluster repository, beside the same change through git add/commit/push in a
 // checkout of the same repository.
 func BenchmarkPostToPush(b *testing.B) {
-	remote := cloneBare(b)
+	remote := cloneBare(b, benchClusters)
 	b.Run("serve", func(b *testing.B) {
 		url := startBench(b, remote, 1)
 		lat := make([]time.Duration, 0, b.N)
@@ -244,51 +258,57 @@ func checkout(b *testing.B, remote string) (work string, git func(args ...string
 // service's own figures it reports the remote's: its git receive-pack processes are
 // traced, and remote-ms is the mean time the remote worked on a push (see remoteSpans).
 // A client waits for its event's push, so by Little's law 64 clients cannot get more than
-// 64 / remote-ms events a second (ceiling-events/s), however fast the service.
+// 64 / remote-ms events a second (ceiling-events/s), however fast the service. The
+// remote's connectivity check walks the trees of the old head, so its time grows with the
+// repository: clusters=1000 runs group commit on a repository of 1,000 clusters (50
+// projects) to show by how much.
 func BenchmarkThroughput(b *testing.B) {
 	trace := filepath.Join(b.TempDir(), "trace2.json")
 	b.Setenv("GIT_TRACE2_EVENT", trace) // inherited by the receive-pack go-git starts
 	for _, group := range []int{1, 100} {
-		b.Run(fmt.Sprintf("group=%d", group), func(b *testing.B) {
-			remote := cloneBare(b)
-			url := startBench(b, remote, group)
-			var next atomic.Int64
-			var mu sync.Mutex
-			var lat []time.Duration
-			b.ResetTimer()
-			start := time.Now()
-			self, children := cpuTime()
-			var wg sync.WaitGroup
-			for c := range 64 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						n := next.Add(1)
-						if n > int64(b.N) {
-							return
-						}
-						ev := benchEvent((c*150+int(n))%benchClusters, 4+int(benchSeq.Add(1)))
-						t0 := time.Now()
-						if err := postJSON(url, ev); err != nil {
-							b.Error(err)
-							return
-						}
-						mu.Lock()
-						lat = append(lat, time.Since(t0))
-						mu.Unlock()
-					}
-				}()
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
-			self2, children2 := cpuTime()
-			reportCPU(b, self2-self, children2-children)
-			reportPercentiles(b, lat)
-			reportSteps(b, url)
-			reportRemote(b, trace, remote)
-		})
+		b.Run(fmt.Sprintf("group=%d", group), func(b *testing.B) { throughput(b, trace, benchClusters, group) })
 	}
+	b.Run("clusters=1000/group=100", func(b *testing.B) { throughput(b, trace, 1000, 100) })
+}
+
+func throughput(b *testing.B, trace string, clusters, group int) {
+	remote := cloneBare(b, clusters)
+	url := startBench(b, remote, group)
+	var next atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	b.ResetTimer()
+	start := time.Now()
+	self, children := cpuTime()
+	var wg sync.WaitGroup
+	for c := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1)
+				if n > int64(b.N) {
+					return
+				}
+				ev := benchEventOf(clusters, (c*150+int(n))%clusters, 4+int(benchSeq.Add(1)))
+				t0 := time.Now()
+				if err := postJSON(url, ev); err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				lat = append(lat, time.Since(t0))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+	self2, children2 := cpuTime()
+	reportCPU(b, self2-self, children2-children)
+	reportPercentiles(b, lat)
+	reportSteps(b, url)
+	reportRemote(b, trace, remote)
 }
 
 // reportRemote reports the mean time the remote worked on a push, from the trace, and the
@@ -301,12 +321,14 @@ func reportRemote(b *testing.B, trace, remote string) {
 	if len(spans) == 0 {
 		b.Fatal("no receive-pack of the benchmark's remote in the trace")
 	}
-	var sum time.Duration
-	for _, d := range spans {
-		sum += d
+	var sum, check time.Duration
+	for _, s := range spans {
+		sum += s.Total
+		check += s.Check
 	}
 	mean := sum / time.Duration(len(spans))
 	b.ReportMetric(float64(mean.Microseconds())/1000, "remote-ms")
+	b.ReportMetric(float64((check/time.Duration(len(spans))).Microseconds())/1000, "remote-check-ms")
 	b.ReportMetric(64/mean.Seconds(), "ceiling-events/s")
 }
 
@@ -327,7 +349,7 @@ func reportCPU(b *testing.B, self, remote time.Duration) {
 // BenchmarkResync: render every one of the 10,000 clusters again from its record and diff
 // it against the repository; nothing changed, so no plan and no commit.
 func BenchmarkResync(b *testing.B) {
-	remote := cloneBare(b)
+	remote := cloneBare(b, benchClusters)
 	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: "file://" + remote, Author: gitrepo.Signature{Name: "b", Email: "b@example.org"}})
 	if err != nil {
 		b.Fatal(err)

@@ -25,7 +25,9 @@ type traceEvent struct {
 // receive-pack, after the connectivity check, the ref update and gc --auto. The time
 // before — starting receive-pack, advertising refs, waiting for the pusher to pack — is
 // the pusher's, not counted. A child's session id is its parent's, "/" and its own.
-func remoteSpans(path, remote string) ([]time.Duration, error) {
+// Check is the part spent in the connectivity check: the rev-list receive-pack runs, which
+// walks the trees of the old head, so it grows with the repository, not with the push.
+func remoteSpans(path, remote string) ([]remoteSpan, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -34,6 +36,8 @@ func remoteSpans(path, remote string) ([]time.Duration, error) {
 	pushes := map[string]bool{}      // receive-pack sessions of remote
 	unpack := map[string]time.Time{} // session → start of its pack reader
 	exits := map[string]time.Time{}  // session → exit of receive-pack
+	checks := map[string]string{}    // session → its rev-list's session
+	starts := map[string]time.Time{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -46,8 +50,12 @@ func remoteSpans(path, remote string) ([]time.Duration, error) {
 			if len(e.Argv) > 0 && strings.HasSuffix(e.Argv[0], "git-receive-pack") && slices.Contains(e.Argv, remote) {
 				pushes[e.SID] = true
 			}
+			starts[e.SID] = e.Time
 			if i := strings.LastIndexByte(e.SID, '/'); i > 0 && (slices.Contains(e.Argv, "index-pack") || slices.Contains(e.Argv, "unpack-objects")) {
 				unpack[e.SID[:i]] = e.Time
+			}
+			if i := strings.LastIndexByte(e.SID, '/'); i > 0 && len(e.Argv) > 1 && e.Argv[1] == "rev-list" {
+				checks[e.SID[:i]] = e.SID
 			}
 		case "exit":
 			exits[e.SID] = e.Time
@@ -56,16 +64,26 @@ func remoteSpans(path, remote string) ([]time.Duration, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	var spans []time.Duration
+	var spans []remoteSpan
 	for sid := range pushes {
 		start, ok := unpack[sid]
 		end, done := exits[sid]
-		if ok && done {
-			spans = append(spans, end.Sub(start))
+		if !ok || !done {
+			continue
 		}
+		span := remoteSpan{Total: end.Sub(start)}
+		if c, ok := checks[sid]; ok {
+			if end, ok := exits[c]; ok {
+				span.Check = end.Sub(starts[c])
+			}
+		}
+		spans = append(spans, span)
 	}
 	return spans, nil
 }
+
+// remoteSpan is the remote's work on one push, and the connectivity check's part of it.
+type remoteSpan struct{ Total, Check time.Duration }
 
 // TestRemoteSpans reads a trace of two pushes to the remote — one from go-git (a
 // receive-pack of its own), one from the git CLI (receive-pack a child of git push), the
@@ -96,8 +114,9 @@ func TestRemoteSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Sort(spans)
-	if want := []time.Duration{25 * time.Millisecond, 60 * time.Millisecond}; !slices.Equal(spans, want) {
+	slices.SortFunc(spans, func(a, b remoteSpan) int { return int(a.Total - b.Total) })
+	want := []remoteSpan{{Total: 25 * time.Millisecond}, {Total: 60 * time.Millisecond, Check: 39 * time.Millisecond}}
+	if !slices.Equal(spans, want) {
 		t.Errorf("spans %v, want %v", spans, want)
 	}
 }
