@@ -17,7 +17,10 @@
 //     depends on the repository (such as a SOPS file that keeps its ciphertext when the
 //     plaintext is unchanged) is recomputed there.
 //   - ApplyGroup commits one change per builder as a chain and pushes the chain at once;
-//     a builder that fails or conflicts is left out with its own error.
+//     a builder that fails or conflicts is left out with its own error. The builders run
+//     ahead of the chain, side by side on the branch head, recording what they read; a
+//     change built there is kept when nothing committed before it wrote any of that, and
+//     otherwise built again on the chain's tip.
 //
 // A push refused because the branch moved is retried with backoff on the new head, up to
 // Options.MaxAttempts. A path the remote changed meanwhile, to content other than what the

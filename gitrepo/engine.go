@@ -14,7 +14,11 @@ import (
 // on the new head whenever the remote moved, so content that depends on what the
 // repository holds is computed afresh. It runs while the Repo serialises writers: it may
 // read base (and the Repo's readers) but must not call Apply, ApplyBuilder, ApplyGroup or
-// Fetch.
+// Fetch. Its change must depend only on what it reads from base, and it must be safe to
+// call while the other builders of its group run: ApplyGroup calls the builders of a
+// group side by side, on several goroutines, on the branch head, and keeps a change
+// built there when the changes committed before it in the chain wrote nothing the
+// builder read; otherwise it calls the builder again on the chain's tip.
 type Builder func(base Tree) (Change, error)
 
 // target is the branch a chain of commits goes to.
@@ -123,7 +127,10 @@ func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.H
 			pack = p
 		}
 	}()
-	for _, j := range jobs {
+	pb := r.prebuild(base, jobs)
+	defer pb.wait()
+	var written writeSet // since base
+	for i, j := range jobs {
 		if j.err != nil {
 			continue
 		}
@@ -136,7 +143,12 @@ func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.H
 			c = *j.pre
 		} else {
 			var err error
-			if c, err = j.build(&Snapshot{r: r, commit: tip}); err != nil {
+			if p := pb.take(i); p != nil && !written.touches(&p.reads) {
+				c, err = p.change, p.err // what the builder would build on tip
+			} else {
+				c, err = j.build(&Snapshot{r: r, commit: tip})
+			}
+			if err != nil {
 				var damaged error
 				_ = r.locked(func() error { damaged = r.damaged; return nil })
 				if damaged != nil {
@@ -158,6 +170,7 @@ func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.H
 		j.last = c
 		var commit plumbing.Hash
 		var created []newObject
+		var changed []string
 		err := r.locked(func() error {
 			if err := r.checkConflicts(tg.branch, first, base, c.Files); err != nil {
 				return err
@@ -172,7 +185,7 @@ func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.H
 				return err
 			}
 			commit, err = r.commit(b, tree, tip, c.message())
-			created = b.created
+			created, changed = b.created, b.changed
 			return err
 		})
 		var le *localError
@@ -189,6 +202,7 @@ func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.H
 			continue // a no-op on this tip
 		}
 		j.commit, tip = commit, commit
+		written.add(changed)
 		pk.add(created)
 	}
 	return tip, nil, nil

@@ -22,7 +22,8 @@ type GroupResult struct {
 // changes cost one push instead of one each. A builder whose change is already there
 // makes no commit (NoOp); one that fails, builds an invalid or review change, or conflicts
 // with a remote change (the rule of ApplyBuilder) is left out with its own Err while the
-// rest land. When the remote moved, the whole chain is rebuilt on the new head. The
+// rest land. The builders may be called side by side on several goroutines (see Builder).
+// When the remote moved, the whole chain is rebuilt on the new head. The
 // returned error is for the group as a whole (authentication, too many attempts, a
 // cancelled context, a rejected push); then nothing was pushed.
 func (r *Repo) ApplyGroup(ctx context.Context, builders []Builder) ([]GroupResult, error) {

@@ -31,6 +31,8 @@ type Snapshot struct {
 	// otherwise decode the commit again.
 	tree     plumbing.Hash
 	resolved bool
+	// reads, when set, records what is read (guarded by st, as above).
+	reads *readSet
 }
 
 var _ Tree = (*Snapshot)(nil)
@@ -92,6 +94,9 @@ func (r *Repo) ListFiles(dir string) ([]string, error) {
 // ReadFile implements Tree.
 func (s *Snapshot) ReadFile(p string) (data []byte, ok bool, err error) {
 	err = s.r.locked(func() error {
+		if s.reads != nil {
+			s.reads.file(p)
+		}
 		tree, err := s.root()
 		if err == nil {
 			data, ok, err = readPath(s.r.store, tree, p)
@@ -104,6 +109,9 @@ func (s *Snapshot) ReadFile(p string) (data []byte, ok bool, err error) {
 // ListDir implements Tree.
 func (s *Snapshot) ListDir(dir string) (names []string, err error) {
 	err = s.r.locked(func() error {
+		if s.reads != nil {
+			s.reads.dir(dir)
+		}
 		t, _, err := s.dir(dir)
 		if err != nil || t == nil {
 			return s.r.noteDamage(err)
@@ -121,6 +129,9 @@ func (s *Snapshot) ListDir(dir string) (names []string, err error) {
 // ListFiles implements Tree.
 func (s *Snapshot) ListFiles(dir string) (files []string, err error) {
 	err = s.r.locked(func() error {
+		if s.reads != nil {
+			s.reads.dir(dir)
+		}
 		t, prefix, err := s.dir(dir)
 		if err != nil || t == nil {
 			return s.r.noteDamage(err)

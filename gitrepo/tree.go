@@ -22,11 +22,20 @@ import (
 type treeBuilder struct {
 	s       storer.EncodedObjectStorer
 	created []newObject
+	// changed lists the paths of the files whose content the changes changed (written,
+	// added or removed); the paths of a change whose content was already there are not in
+	// it.
+	changed []string
 }
 
 // apply returns the hash of tree (ZeroHash for none) with changes applied; paths are
 // relative to that tree. An empty result returns ZeroHash.
 func (b *treeBuilder) apply(tree plumbing.Hash, changes map[string][]byte) (plumbing.Hash, error) {
+	return b.applyAt(tree, changes, "")
+}
+
+// applyAt is apply for the tree at dir ("" for the root), which names changed paths.
+func (b *treeBuilder) applyAt(tree plumbing.Hash, changes map[string][]byte, dir string) (plumbing.Hash, error) {
 	var entries []object.TreeEntry
 	if !tree.IsZero() {
 		old, err := trees.entries(b.s, tree)
@@ -85,6 +94,9 @@ func (b *treeBuilder) apply(tree plumbing.Hash, changes map[string][]byte) (plum
 			return plumbing.ZeroHash, &pathError{path: name, why: "is a directory"}
 		}
 		if content == nil {
+			if exists {
+				b.changed = append(b.changed, dir+name)
+			}
 			if err := set(name, plumbing.ZeroHash, filemode.Regular); err != nil {
 				return plumbing.ZeroHash, err
 			}
@@ -92,6 +104,7 @@ func (b *treeBuilder) apply(tree plumbing.Hash, changes map[string][]byte) (plum
 		}
 		h := plumbing.ComputeHash(plumbing.BlobObject, content)
 		if !exists || entries[i].Hash != h || !entries[i].Mode.IsFile() {
+			b.changed = append(b.changed, dir+name)
 			// Only new content is stored, so the push carries only what changed.
 			var prev plumbing.Hash
 			if exists && entries[i].Mode.IsFile() {
@@ -122,7 +135,7 @@ func (b *treeBuilder) apply(tree plumbing.Hash, changes map[string][]byte) (plum
 		if exists {
 			old = entries[i].Hash
 		}
-		h, err := b.apply(old, sub)
+		h, err := b.applyAt(old, sub, dir+name+"/")
 		if err != nil {
 			return plumbing.ZeroHash, prefixErr(name, err)
 		}
