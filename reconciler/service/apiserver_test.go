@@ -26,8 +26,8 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	code := testenv.Main(m, &env)
 	// The benchmarks' seed repositories are shared by the whole binary: they go here.
-	for _, dir := range seedDirs {
-		_ = os.RemoveAll(filepath.Dir(dir))
+	for _, sd := range seeds {
+		_ = os.RemoveAll(filepath.Dir(sd.dir))
 	}
 	os.Exit(code)
 }

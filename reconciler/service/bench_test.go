@@ -33,9 +33,15 @@ const benchClusters = 10000
 const clustersPerProject = 20
 
 var (
-	seedMu   sync.Mutex
-	seedDirs = map[int]string{} // by the number of clusters
+	seedMu sync.Mutex
+	seeds  = map[int]seeded{} // by the number of clusters
 )
+
+// seeded is a seed repository, or why it could not be made; TestMain removes it.
+type seeded struct {
+	dir string
+	err error
+}
 
 // benchEvent is cluster i of the benchmark repository of 10,000 clusters with n workers.
 func benchEvent(i, n int) *v1alpha1.ClusterEvent { return benchEventOf(benchClusters, i, n) }
@@ -82,29 +88,30 @@ func seedRepo(b *testing.B, clusters int) string {
 	b.Helper()
 	seedMu.Lock()
 	defer seedMu.Unlock()
-	if dir, ok := seedDirs[clusters]; ok {
-		return dir
+	sd, ok := seeds[clusters]
+	if !ok {
+		root, err := os.MkdirTemp("", "serve-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		sd.dir = filepath.Join(root, "seed.git")
+		sd.err = seed(sd.dir, clusters)
+		seeds[clusters] = sd
 	}
-	dir, err := seed(clusters)
-	if err != nil {
-		b.Fatal(err)
+	if sd.err != nil {
+		b.Fatal(sd.err)
 	}
-	seedDirs[clusters] = dir
-	return dir
+	return sd.dir
 }
 
-func seed(clusters int) (string, error) {
-	root, err := os.MkdirTemp("", "serve-bench-")
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, "seed.git")
+// seed makes the bare repository dir and commits the rendered clusters to it.
+func seed(dir string, clusters int) error {
 	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", dir).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%v: %s", err, out)
+		return fmt.Errorf("%v: %s", err, out)
 	}
 	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: "file://" + dir, Author: gitrepo.Signature{Name: "b", Email: "b@example.org"}})
 	if err != nil {
-		return "", err
+		return err
 	}
 	cfg := generator.DefaultConfig()
 	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
@@ -113,18 +120,18 @@ func seed(clusters int) (string, error) {
 		ev := benchEventOf(clusters, i, 3)
 		res, err := p.Render(context.Background(), ev)
 		if err != nil {
-			return "", err
+			return err
 		}
 		pl, err := p.Plan(ev, res, reconciler.EmptyTree{})
 		if err != nil {
-			return "", err
+			return err
 		}
 		for f, c := range pl.Changes {
 			change.Files[f] = c
 		}
 	}
 	_, err = repo.Apply(context.Background(), change)
-	return dir, err
+	return err
 }
 
 // cloneBare copies the seed of the given size so that every benchmark starts from the same
