@@ -11,6 +11,7 @@ import (
 // prebuilt is a change built on the chain's base, ahead of its turn, and what its builder
 // read to build it.
 type prebuilt struct {
+	build  Builder
 	change Change
 	err    error
 	reads  readSet
@@ -27,31 +28,25 @@ type prebuilt struct {
 // in its turn and keeps it when nothing committed before it touched what its builder
 // read.
 type prebuilder struct {
-	jobs  []*prebuilt
-	next  atomic.Int64
-	stop  atomic.Bool
-	wg    sync.WaitGroup
-	build []Builder
+	jobs []*prebuilt // nil for a job left to the chain
+	next atomic.Int64
+	stop atomic.Bool
+	wg   sync.WaitGroup
 }
 
 // prebuild starts building every job without a change of its own on base; nil when there
 // is nothing to build side by side. Callers hold mu and must call wait.
 func (r *Repo) prebuild(base plumbing.Hash, jobs []*job) *prebuilder {
+	pb := &prebuilder{jobs: make([]*prebuilt, len(jobs))}
 	n := 0
-	for _, j := range jobs {
+	for i, j := range jobs {
 		if j.err == nil && j.pre == nil {
+			pb.jobs[i] = &prebuilt{build: j.build, done: make(chan struct{})}
 			n++
 		}
 	}
 	if n < 2 {
 		return nil
-	}
-	pb := &prebuilder{jobs: make([]*prebuilt, len(jobs)), build: make([]Builder, len(jobs))}
-	for i, j := range jobs {
-		if j.err == nil && j.pre == nil {
-			pb.jobs[i] = &prebuilt{done: make(chan struct{})}
-			pb.build[i] = j.build
-		}
 	}
 	for range min(runtime.GOMAXPROCS(0), n) {
 		pb.wg.Add(1)
@@ -68,7 +63,7 @@ func (r *Repo) prebuild(base plumbing.Hash, jobs []*job) *prebuilder {
 				}
 				if !pb.stop.Load() {
 					s := &Snapshot{r: r, commit: base, reads: &p.reads}
-					p.change, p.err = pb.build[i](s)
+					p.change, p.err = p.build(s)
 				} else {
 					p.skipped = true
 				}
