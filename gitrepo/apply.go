@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,6 +70,9 @@ func (r *Repo) ApplyBuilder(ctx context.Context, b Builder) (*Result, error) {
 		return nil, &localError{err}
 	}
 	c, err := b(&Snapshot{r: r, commit: mainHead})
+	if errors.Is(err, ErrSkipChange) {
+		return &Result{Branch: r.opts.Branch, NoOp: true}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

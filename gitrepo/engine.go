@@ -18,7 +18,8 @@ import (
 // call while the other builders of its group run: ApplyGroup calls the builders of a
 // group side by side, on several goroutines, on the branch head, and keeps a change
 // built there when the changes committed before it in the chain wrote nothing the
-// builder read; otherwise it calls the builder again on the chain's tip.
+// builder read; otherwise it calls the builder again on the chain's tip. A builder that
+// finds nothing to do on base returns ErrSkipChange (wrapped or not): no commit, no error.
 type Builder func(base Tree) (Change, error)
 
 // target is the branch a chain of commits goes to.
@@ -147,6 +148,9 @@ func (r *Repo) buildChain(ctx context.Context, tg target, first, base plumbing.H
 				c, err = p.change, p.err // what the builder would build on tip
 			} else {
 				c, err = j.build(&Snapshot{r: r, commit: tip})
+			}
+			if errors.Is(err, ErrSkipChange) {
+				continue // a no-op on this tip, as the builder decided
 			}
 			if err != nil {
 				var damaged error

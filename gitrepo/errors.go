@@ -28,6 +28,10 @@ var (
 	ErrPushRejected = errors.New("gitrepo: push rejected by the remote")
 	// ErrStopWalk, returned by a Walk callback, ends the walk early without an error.
 	ErrStopWalk = errors.New("gitrepo: stop walking")
+	// ErrSkipChange, returned by a Builder, says there is nothing to commit on the tree it
+	// was given (say, what it meant to change was changed by someone else since it was
+	// planned): the builder makes no commit, as for a change already there (NoOp).
+	ErrSkipChange = errors.New("gitrepo: nothing to commit on this base")
 )
 
 // PushRejectedError is the remote's refusal of a ref update.

@@ -18,8 +18,9 @@ func static(c gitrepo.Change) gitrepo.Builder {
 }
 
 // TestApplyGroup: one commit per builder, chained (a builder sees what the ones before it
-// wrote), one push for all; a no-op makes no commit; a failing, invalid, review or
-// conflicting builder is left out with its own error and the rest land.
+// wrote), one push for all; a no-op, or a builder that returns ErrSkipChange, makes no
+// commit; a failing, invalid, review or conflicting builder is left out with its own
+// error and the rest land.
 func TestApplyGroup(t *testing.T) {
 	t.Parallel()
 	s := newGitServer(t)
@@ -57,6 +58,9 @@ func TestApplyGroup(t *testing.T) {
 		static(change("bad path", map[string]string{"c/.gitmodules": "x"})),
 		static(review),
 		static(change("last", map[string]string{"c/a.yaml": "a2\n", "c/z.yaml": "z\n"})),
+		func(gitrepo.Tree) (gitrepo.Change, error) {
+			return gitrepo.Change{}, fmt.Errorf("the record moved: %w", gitrepo.ErrSkipChange)
+		},
 	}
 	pushes := s.pushes.Load()
 	res, err := stale.ApplyGroup(ctx, builders)
@@ -68,14 +72,16 @@ func TestApplyGroup(t *testing.T) {
 		// the human edit) before sending anything; the rebuilt chain is one push.
 		t.Errorf("%d pushes, want 1 for the whole group", got)
 	}
-	wantErr := []error{nil, nil, nil, boom, gitrepo.ErrConflict, gitrepo.ErrInvalidChange, gitrepo.ErrInvalidChange, nil}
+	wantErr := []error{nil, nil, nil, boom, gitrepo.ErrConflict, gitrepo.ErrInvalidChange, gitrepo.ErrInvalidChange, nil, nil}
 	for i, w := range wantErr {
 		if w == nil && res[i].Err != nil || w != nil && !errors.Is(res[i].Err, w) {
 			t.Errorf("builder %d: err = %v, want %v", i, res[i].Err, w)
 		}
 	}
-	if !res[2].NoOp || !res[2].Commit.IsZero() {
-		t.Errorf("no-op builder: %+v", res[2])
+	for _, i := range []int{2, 8} {
+		if !res[i].NoOp || !res[i].Commit.IsZero() {
+			t.Errorf("builder %d, a no-op: %+v", i, res[i])
+		}
 	}
 	for _, i := range []int{0, 1, 7} {
 		if res[i].Commit.IsZero() || res[i].NoOp || res[i].Branch != "main" || res[i].Attempts != 2 {
@@ -101,9 +107,13 @@ func TestApplyGroup(t *testing.T) {
 
 	// Everything a no-op: no push at all.
 	pushes = s.pushes.Load()
-	res, err = stale.ApplyGroup(ctx, []gitrepo.Builder{static(change("again", map[string]string{"c/z.yaml": "z\n"}))})
-	if err != nil || !res[0].NoOp || s.pushes.Load() != pushes {
+	skip := func(gitrepo.Tree) (gitrepo.Change, error) { return gitrepo.Change{}, gitrepo.ErrSkipChange }
+	res, err = stale.ApplyGroup(ctx, []gitrepo.Builder{static(change("again", map[string]string{"c/z.yaml": "z\n"})), skip})
+	if err != nil || !res[0].NoOp || !res[1].NoOp || res[1].Err != nil || s.pushes.Load() != pushes {
 		t.Errorf("a group of no-ops: %+v %v, %d pushes", res, err, s.pushes.Load()-pushes)
+	}
+	if r, err := stale.ApplyBuilder(ctx, skip); err != nil || !r.NoOp || s.pushes.Load() != pushes {
+		t.Errorf("ApplyBuilder of a skipping builder: %+v %v, %d pushes", r, err, s.pushes.Load()-pushes)
 	}
 }
 

@@ -42,10 +42,17 @@ func (c *CommitInfo) Trailer(key string) (string, bool) {
 // any other error ends it with that error. Walk holds no lock while fn runs, so fn may
 // use the Repo; the walk goes on through the history it started from.
 func (r *Repo) Walk(ctx context.Context, fn func(c CommitInfo) error) error {
-	var h plumbing.Hash
-	if err := r.locked(func() (err error) { h, err = r.head(r.opts.Branch); return r.noteDamage(err) }); err != nil {
+	s, err := r.Snapshot()
+	if err != nil {
 		return err
 	}
+	return s.Walk(ctx, fn)
+}
+
+// Walk is Repo.Walk from the snapshot's commit: a reader that also reads the snapshot's
+// files sees the history of exactly the tree it reads, however the branch moved since.
+func (s *Snapshot) Walk(ctx context.Context, fn func(c CommitInfo) error) error {
+	r, h := s.r, s.commit
 	for !h.IsZero() {
 		if err := ctx.Err(); err != nil {
 			return err
