@@ -21,7 +21,7 @@ func TestSensitiveStaysRedacted(t *testing.T) {
 	slog.New(slog.NewJSONHandler(&js, nil)).Info("x", "secret", s, "group", slog.GroupValue(slog.Any("nested", s)))
 	outputs := map[string]string{
 		"fmt %v":         fmt.Sprintf("%v", s),
-		"fmt %s":         fmt.Sprintf("%s", s),
+		"fmt.Sprint":     fmt.Sprint(s),
 		"fmt %#v":        fmt.Sprintf("%#v", s),
 		"fmt %+v struct": fmt.Sprintf("%+v", struct{ S v1alpha1.Sensitive }{s}),
 		"error":          fmt.Errorf("bad: %v", s).Error(),

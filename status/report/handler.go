@@ -10,5 +10,6 @@ import (
 // (reconciler/httpapi) serves it.
 type Lookup func(uuid string) (status.Report, error)
 
-// ErrNotFound is returned by a Lookup for an unknown cluster.
+// ErrNotFound is returned by a Lookup for an unknown cluster, and (wrapped together with
+// gophercloud's 404 error) by MagnumReporter.Known for a cluster Magnum does not know.
 var ErrNotFound = errors.New("status: cluster not found")

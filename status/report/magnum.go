@@ -2,7 +2,9 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/status"
@@ -51,15 +53,67 @@ func (m *MagnumReporter) Report(ctx context.Context, r status.Report, known Know
 	if len(ops) == 0 {
 		return false, nil
 	}
+	if _, err := clusters.Update(ctx, m.client(), r.ClusterUUID, ops).Extract(); err != nil {
+		return false, fmt.Errorf("magnum: updating cluster %s: %w", r.ClusterUUID, err)
+	}
+	return true, nil
+}
+
+// Known reads what Magnum currently holds for a cluster (GET /v1/clusters/{uuid}, policy
+// cluster:get): its health_status, health_status_reason and node_count, as Report compares
+// them. It exists because the service keeps Known in memory only: after a restart or a
+// leader failover a new leader learns Magnum's values once per cluster instead of
+// rewriting every cluster (node_count included) with values Magnum already holds.
+//
+// A cluster Magnum does not know (404) gives an error that matches ErrNotFound with
+// errors.Is and wraps gophercloud's ErrUnexpectedResponseCode, so
+// gophercloud.ResponseCodeIs(err, http.StatusNotFound) holds too. A health status Magnum
+// has not been told yet reads as the empty HealthStatus, which differs from every value
+// Report writes; a non-string reason value (the API declares strings) is kept in its JSON
+// form, so it can only cause one rewrite, never hide a change.
+func (m *MagnumReporter) Known(ctx context.Context, uuid string) (Known, error) {
+	c, err := clusters.Get(ctx, m.client(), uuid).Extract()
+	switch {
+	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
+		return Known{}, fmt.Errorf("magnum: reading cluster %s: %w: %w", uuid, ErrNotFound, err)
+	case err != nil:
+		return Known{}, fmt.Errorf("magnum: reading cluster %s: %w", uuid, err)
+	case c == nil:
+		return Known{}, fmt.Errorf("magnum: reading cluster %s: empty response", uuid)
+	}
+	k := Known{HealthStatus: v1alpha1.HealthStatus(c.HealthStatus), NodeCount: c.NodeCount}
+	if len(c.HealthStatusReason) > 0 {
+		k.HealthReason = make(map[string]string, len(c.HealthStatusReason))
+		for key, v := range c.HealthStatusReason {
+			k.HealthReason[key] = reasonText(v)
+		}
+	}
+	return k, nil
+}
+
+// client is the configured client at the reporter's microversion; Magnum answers
+// OpenStack-API-Version only under its "container-infra" service type, which gophercloud
+// derives from the catalog type set here when the client has none.
+func (m *MagnumReporter) client() *gophercloud.ServiceClient {
 	c := *m.Client
 	c.Microversion = MagnumMicroversion
 	if c.Type == "" {
 		c.Type = "container-infrastructure-management"
 	}
-	if _, err := clusters.Update(ctx, &c, r.ClusterUUID, ops).Extract(); err != nil {
-		return false, fmt.Errorf("magnum: updating cluster %s: %w", r.ClusterUUID, err)
+	return &c
+}
+
+// reasonText is a health_status_reason value as text: strings as they are, anything else
+// in its JSON form.
+func reasonText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
 	}
-	return true, nil
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 func sameReasons(a, b map[string]string) bool {

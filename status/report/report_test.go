@@ -3,28 +3,38 @@ package report_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/magnum-gitops/magnum-gitops/status/report"
 
 	"github.com/gophercloud/gophercloud/v2"
-
-	"github.com/magnum-gitops/magnum-gitops/status"
 )
 
 // fakeMagnum implements PATCH /v1/clusters/{uuid} as the Magnum API documents it (JSON
 // Patch body, OpenStack-API-Version microversion header, 202 with the uuid), and refuses
 // what Magnum refuses: other paths than node_count and the health fields, bad values.
+// GET /v1/clusters/{uuid} answers 200 with the cluster's fixture body (testdata, in the
+// shape of the Magnum API reference's "Show details of a cluster") or 404 with Magnum's
+// error envelope for a cluster it does not hold.
 type fakeMagnum struct {
-	t       *testing.T
-	mu      sync.Mutex
-	patches [][]map[string]any
+	t *testing.T
+	// clusters maps a uuid to its GET response body.
+	clusters map[string][]byte
+	mu       sync.Mutex
+	gets     int
+	patches  [][]map[string]any
 }
 
 func (f *fakeMagnum) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -34,7 +44,7 @@ func (f *fakeMagnum) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.t.Errorf("fake Magnum: %s", msg)
 		http.Error(w, `{"errors":[{"detail":"`+msg+`"}]}`, code)
 	}
-	if r.Method != http.MethodPatch {
+	if r.Method != http.MethodPatch && r.Method != http.MethodGet {
 		fail(http.StatusMethodNotAllowed, "method "+r.Method)
 		return
 	}
@@ -49,6 +59,24 @@ func (f *fakeMagnum) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Header.Get("X-Auth-Token") != "token-123" {
 		fail(http.StatusUnauthorized, "token")
+		return
+	}
+	w.Header().Set("OpenStack-API-Version", "container-infra 1.10")
+	if r.Method == http.MethodGet {
+		f.gets++
+		body, ok := f.clusters[uuid]
+		w.Header().Set("Content-Type", "application/json")
+		if !ok {
+			msg := "Cluster " + uuid + " could not be found."
+			w.WriteHeader(http.StatusNotFound)
+			json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]any{{
+				"request_id": "", "code": "client", "status": http.StatusNotFound,
+				"title": msg, "detail": msg, "links": []any{},
+			}}})
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(body)
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
@@ -136,5 +164,101 @@ func TestMagnumReporter(t *testing.T) {
 	}
 	if len(fake.patches) != 1 {
 		t.Errorf("node_count written during an operation: %v", fake.patches)
+	}
+}
+
+// TestMagnumReporterKnown reads what Magnum holds (as a new leader does once per cluster)
+// and checks that reporting an identical status afterwards writes nothing.
+func TestMagnumReporterKnown(t *testing.T) {
+	t.Parallel()
+	reason := map[string]string{"cluster": "Ready", "infrastructure": "Ready", "controlplane": "Waiting on ['MachinesReady']", "nodegroup": "Ready"}
+	healthy := map[string]string{"cluster": "Ready", "infrastructure": "Ready", "controlplane": "Ready", "nodegroup": "Ready"}
+	tests := []struct {
+		name    string
+		uuid    string
+		fixture string // GET response body in testdata; "" for a cluster Magnum does not hold
+		want    report.Known
+		// report is sent with the Known read; wantPaths are the fields it PATCHes.
+		report    status.Report
+		wantPaths []string
+	}{{
+		name:    "health and node count held: identical status writes nothing",
+		uuid:    "5c2f8e41-7b3d-4a9e-8f60-1d2c3b4a5e6f",
+		fixture: "cluster-get-one-resp.json",
+		want:    report.Known{HealthStatus: v1alpha1.Unhealthy, HealthReason: reason, NodeCount: 6},
+		report: status.Report{ClusterUUID: "5c2f8e41-7b3d-4a9e-8f60-1d2c3b4a5e6f", Status: v1alpha1.UpdateComplete,
+			NodeCount: 6, HealthStatus: v1alpha1.Unhealthy, HealthReason: reason},
+	}, {
+		name:    "health not reported yet: only the health fields are written",
+		uuid:    "0d4e6f8a-2b1c-4d3e-9f5a-6b7c8d9e0f1a",
+		fixture: "cluster-get-one-no-health-resp.json",
+		want:    report.Known{NodeCount: 2},
+		report: status.Report{ClusterUUID: "0d4e6f8a-2b1c-4d3e-9f5a-6b7c8d9e0f1a", Status: v1alpha1.CreateComplete,
+			NodeCount: 2, HealthStatus: v1alpha1.Healthy, HealthReason: healthy},
+		wantPaths: []string{"/health_status", "/health_status_reason"},
+	}, {
+		name: "cluster unknown to Magnum: 404",
+		uuid: "7f3a9c1e-5d2b-4e8f-a6c4-3b1d9e7f5a2c",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := &fakeMagnum{t: t, clusters: map[string][]byte{}}
+			if tt.fixture != "" {
+				body, err := os.ReadFile(filepath.Join("testdata", tt.fixture))
+				if err != nil {
+					t.Fatal(err)
+				}
+				fake.clusters[tt.uuid] = body
+			}
+			srv := httptest.NewServer(fake)
+			defer srv.Close()
+			m := &report.MagnumReporter{Client: magnumClient(srv.URL)}
+			ctx := context.Background()
+
+			got, err := m.Known(ctx, tt.uuid)
+			if tt.fixture == "" {
+				if !errors.Is(err, report.ErrNotFound) || !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+					t.Fatalf("Known(%s) error = %v, want ErrNotFound and a gophercloud 404", tt.uuid, err)
+				}
+				var code gophercloud.ErrUnexpectedResponseCode
+				if !errors.As(err, &code) || code.Actual != http.StatusNotFound || code.Method != http.MethodGet {
+					t.Errorf("Known(%s) error = %#v, want gophercloud's ErrUnexpectedResponseCode for GET 404", tt.uuid, err)
+				}
+				if got.HealthStatus != "" || got.HealthReason != nil || got.NodeCount != 0 {
+					t.Errorf("Known(%s) = %+v on error, want zero", tt.uuid, got)
+				}
+				if fake.gets != 1 || len(fake.patches) != 0 {
+					t.Errorf("requests: %d GET, %d PATCH; want 1 GET", fake.gets, len(fake.patches))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Known(%s): %v", tt.uuid, err)
+			}
+			if got.HealthStatus != tt.want.HealthStatus || got.NodeCount != tt.want.NodeCount || !maps.Equal(got.HealthReason, tt.want.HealthReason) {
+				t.Fatalf("Known(%s) = %+v, want %+v", tt.uuid, got, tt.want)
+			}
+
+			sent, err := m.Report(ctx, tt.report, got)
+			if err != nil {
+				t.Fatalf("Report: %v", err)
+			}
+			if sent != (len(tt.wantPaths) > 0) {
+				t.Errorf("Report sent = %v, want %v", sent, len(tt.wantPaths) > 0)
+			}
+			var paths []string
+			for _, p := range fake.patches {
+				for _, op := range p {
+					paths = append(paths, op["path"].(string))
+				}
+			}
+			if !slices.Equal(paths, tt.wantPaths) {
+				t.Errorf("PATCHed %v, want %v", paths, tt.wantPaths)
+			}
+			if fake.gets != 1 {
+				t.Errorf("%d GET requests, want 1", fake.gets)
+			}
+		})
 	}
 }
