@@ -82,6 +82,9 @@ func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 // same plaintext keeps that writer's ciphertext, and identical intent never conflicts.
 func (s *GitSink) builder(p *Pipeline, ev *v1alpha1.ClusterEvent, res *generator.Result, branch string, out *Outcome) gitrepo.Builder {
 	return func(base gitrepo.Tree) (gitrepo.Change, error) {
+		if err := checkReusedID(base, recordPath(p.Config, res), ev); err != nil {
+			return gitrepo.Change{}, err
+		}
 		pl, err := p.Plan(ev, res, base)
 		if err != nil {
 			return gitrepo.Change{}, err
@@ -169,7 +172,21 @@ func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (strin
 func (s *GitSink) Resync(ctx context.Context, p *Pipeline, pl *Plan) (*Outcome, error) {
 	res, ev := pl.Result, pl.Event
 	out := &Outcome{}
+	rp := recordPath(p.Config, res)
+	planned, ok := pl.Old[rp] // the record the plan was rendered from
+	if _, changed := pl.Changes[rp]; !changed || !ok {
+		planned = pl.Files.Files[rp]
+	}
 	gr, err := s.Repo.ApplyBuilder(ctx, func(base gitrepo.Tree) (gitrepo.Change, error) {
+		// An event committed since the plan was made (here or by another replica) is newer
+		// than the record resync rendered: committing the old one would undo it.
+		cur, ok, err := base.ReadFile(rp)
+		if err != nil {
+			return gitrepo.Change{}, stepError("read", err)
+		}
+		if !ok || !bytes.Equal(cur, planned) {
+			return gitrepo.Change{}, gitrepo.ErrSkipChange
+		}
 		fresh, err := p.Plan(ev, res, base)
 		if err != nil {
 			return gitrepo.Change{}, err

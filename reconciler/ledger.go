@@ -1,12 +1,14 @@
 package reconciler
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -117,4 +119,50 @@ func (l *Ledger) Revision(id string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.entries[id].summary.Revision
+}
+
+// checkReusedID refuses an event whose id is the id of the event recorded for its cluster
+// at base with another body: the ledger of a replica learns ids committed by the others
+// only when it next reads the history, but base is what the commit will follow, so this
+// holds across replicas for a cluster's last event. A record of the same event (a retry)
+// passes, and the plan then finds nothing to change.
+func checkReusedID(base Tree, record string, ev *v1alpha1.ClusterEvent) error {
+	if ev.ID == "" {
+		return nil
+	}
+	data, ok, err := base.ReadFile(record)
+	if err != nil {
+		return stepError("read", err)
+	}
+	// Decoding costs more than the rest of the check: skip it when the id cannot be in
+	// the record, which is every new event. Ids of other characters may be escaped there.
+	if !ok || (plainID(ev.ID) && !bytes.Contains(data, []byte(ev.ID))) {
+		return nil
+	}
+	rec, err := ReadRecord(data)
+	if err != nil || rec.ID != ev.ID {
+		return nil // a corrupt record is the plan's to overwrite
+	}
+	want, err := Record(ev)
+	if err != nil || bytes.Equal(want, data) {
+		return nil // the plan reports an event that does not encode
+	}
+	// The record may be older than this version's encoding (resync rewrites it through a
+	// decode): compare both the way the record went.
+	again, err := ReadRecord(want)
+	if err != nil || Digest(again) != Digest(rec) {
+		return &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", ev.ID, ErrIdempotencyConflict)}
+	}
+	return nil
+}
+
+// plainID reports whether an id is written as is in YAML (letters, digits, '-', '_', '.',
+// ':'), so that its absence from a record's bytes proves it is not there.
+func plainID(id string) bool {
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:", c)) {
+			return false
+		}
+	}
+	return true
 }
