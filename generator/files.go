@@ -79,7 +79,9 @@ func ClusterDir(cfg *Config, namespace, release string) string {
 //	<path>/<namespace>/<R>/kustomization.yaml
 //
 // A delete_cluster result removes helmrelease.yaml and keeps the Secrets, which must outlive
-// the CAPI Cluster; with no Secret left, it removes the whole directory.
+// the CAPI Cluster; with no Secret left, it removes the whole directory, unless the
+// second phase of the delete has begun (see SecretsRemoved): that directory stays until
+// the service finishes the delete.
 func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 	dir := ClusterDir(cfg, res.Namespace, res.ReleaseName)
 	fs := &FileSet{Files: map[string][]byte{}}
@@ -104,6 +106,9 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 	if res.Operation == v1alpha1.DeleteCluster {
 		fs.Deletes = append(fs.Deletes, path.Join(dir, deployFile))
 		if len(secretFiles) == 0 {
+			if secondPhase(opts.Existing, deployFile) {
+				return fs, add(path.Join(dir, KustomizationFile), kustomization(nil, ""))
+			}
 			fs.Deletes = append(fs.Deletes, path.Join(dir, KustomizationFile))
 			return fs, nil
 		}
@@ -150,6 +155,46 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 		}
 	}
 	return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, deployFile))
+}
+
+// SecretsRemoved lays out the second phase of a delete, once the CAPI Cluster is gone:
+// the Secret files leave the cluster's directory, whose kustomization.yaml then lists
+// nothing, so that Flux drops the Secrets from its inventory. Their prune guard keeps
+// them in the management cluster, where the service deletes them by name once Flux has
+// applied this; it then removes the directory. Until then the directory (and the record
+// beside it) says in Git that the delete is unfinished, so a restarted or newly elected
+// service finishes it. existing lists the base names of the directory's files; removed
+// are those of the Secret files.
+func SecretsRemoved(cfg *Config, namespace, release string, existing []string) (fs *FileSet, removed []string, err error) {
+	dir := ClusterDir(cfg, namespace, release)
+	fs = &FileSet{Files: map[string][]byte{}}
+	for _, name := range existing {
+		if strings.HasPrefix(name, SecretFilePrefix) {
+			removed = append(removed, name)
+			fs.Deletes = append(fs.Deletes, path.Join(dir, name))
+		}
+	}
+	b, err := MarshalObject(kustomization(nil, ""))
+	if err != nil {
+		return nil, nil, err
+	}
+	fs.Files[path.Join(dir, KustomizationFile)] = b
+	return fs, removed, nil
+}
+
+// secondPhase reports whether a cluster directory is in the second phase of its delete: a
+// kustomization.yaml that lists neither Secrets nor a HelmRelease (or Application).
+func secondPhase(existing []string, deployFile string) bool {
+	k, deployed := false, false
+	for _, name := range existing {
+		switch {
+		case name == KustomizationFile:
+			k = true
+		case name == deployFile, strings.HasPrefix(name, SecretFilePrefix):
+			deployed = true
+		}
+	}
+	return k && !deployed
 }
 
 func sourceFile(o Object) string {

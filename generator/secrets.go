@@ -41,6 +41,11 @@ func (r *render) objectLabels(ours bool) map[string]string {
 	return l
 }
 
+// SecretSuffixes are the suffixes of every Secret name the generator writes (R-<suffix>):
+// what a delete removes from the management cluster when Git no longer says which of
+// them a cluster had.
+var SecretSuffixes = []string{"ca", "etcd", "proxy", "sa", "cloud-credentials", "registry-auth"}
+
 // certSecrets maps each Magnum certificate to the Secret CAPI adopts instead of generating
 // its own CA, in the driver's order.
 var certSecrets = []struct {

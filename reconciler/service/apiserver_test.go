@@ -104,7 +104,7 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 	if err := env.Client.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, ctx, func() bool { return !strings.Contains(files(), dir+"/") })
+	waitUntil(t, ctx, func() bool { return !strings.Contains(files(), dir+"/secret-") })
 	for _, name := range secretNames {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}); err != nil {
 			t.Fatalf("Secret %s deleted before Flux applied the removal: %v", name, err)
@@ -135,6 +135,8 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 		}
 		return true
 	})
+	// Then the rest of the directory leaves Git.
+	waitUntil(t, ctx, func() bool { return !strings.Contains(files(), dir+"/") })
 }
 
 func waitUntil(t *testing.T, ctx context.Context, cond func() bool) {

@@ -36,10 +36,21 @@ status: {lastAppliedRevision: "main@sha1:` + revision + `"}
 }
 
 // TestDeleteSecondPhase: after delete_cluster the HelmRelease leaves Git and the Secrets
-// stay while the CAPI Cluster exists; once it is gone the directory leaves Git, and the
-// cluster is forgotten only after Flux has applied that commit.
+// stay while the CAPI Cluster exists; once it is gone the Secret files leave Git while the
+// directory (its record) stays, and only after Flux has applied that does the directory
+// go and the cluster get forgotten. A restart in between loses nothing: the new process
+// reads the unfinished delete back from Git.
 func TestDeleteSecondPhase(t *testing.T) {
 	t.Parallel()
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one process", true: "restarted in between"}[restart], func(t *testing.T) {
+			t.Parallel()
+			deleteSecondPhase(t, restart)
+		})
+	}
+}
+
+func deleteSecondPhase(t *testing.T, restart bool) {
 	h := start(t, nil)
 	write := func(s string) {
 		if err := os.WriteFile(h.objects, []byte(s), 0o600); err != nil {
@@ -59,23 +70,39 @@ func TestDeleteSecondPhase(t *testing.T) {
 	}
 	write("") // CAPI finished: the Cluster is gone
 	deadline := time.Now().Add(20 * time.Second)
-	for strings.Contains(files(), dir+"/") {
+	for strings.Contains(files(), dir+"/secret-") {
 		if time.Now().After(deadline) {
-			t.Fatalf("the deleted cluster's directory is still in Git:\n%s", files())
+			t.Fatalf("the deleted cluster's Secret files are still in Git:\n%s", files())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	msg := h.git.Git(h.git.Dir(h.repo), "log", "-1", "--format=%B", "main")
-	if !strings.Contains(msg, "remove the Secrets of deleted cluster prod-a") || !strings.Contains(msg, "Magnum-Operation: delete_cluster_secrets") {
-		t.Errorf("second-phase commit message:\n%s", msg)
+	if f := files(); !strings.Contains(f, dir+"/magnum-cluster.yaml") || !strings.Contains(f, dir+"/kustomization.yaml") {
+		t.Errorf("the unfinished delete left Git before Flux applied the removal of the Secrets:\n%s", f)
 	}
-	// Until Flux has applied the removal, the service still knows the cluster.
-	time.Sleep(200 * time.Millisecond)
+	if k := h.git.Git(h.git.Dir(h.repo), "show", "main:"+dir+"/kustomization.yaml"); strings.Contains(k, "resources") {
+		t.Errorf("kustomization.yaml still lists resources:\n%s", k)
+	}
+	msg := h.git.Git(h.git.Dir(h.repo), "log", "-1", "--format=%B", "main")
+	for _, want := range []string{"remove the Secrets of deleted cluster prod-a", "Magnum-Operation: delete_cluster_secrets",
+		"Magnum-Secrets: " + stackID + "-ca, " + stackID + "-cloud-credentials, "} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("second-phase commit message lacks %q:\n%s", want, msg)
+		}
+	}
+	removal := strings.TrimSpace(h.git.Git(h.git.Dir(h.repo), "rev-parse", "main"))
+	if restart {
+		h.restart(nil)
+	}
+	// Until Flux has applied the removal, the service still knows the cluster, and its
+	// directory stays.
+	time.Sleep(300 * time.Millisecond)
 	if code, _ := h.get("/v1/clusters/" + uuid); code != http.StatusOK {
 		t.Errorf("forgotten before Flux applied the removal: %d", code)
 	}
-	head := strings.TrimSpace(h.git.Git(h.git.Dir(h.repo), "rev-parse", "main"))
-	write(kustomization(head))
+	if head := strings.TrimSpace(h.git.Git(h.git.Dir(h.repo), "rev-parse", "main")); head != removal {
+		t.Errorf("committed before Flux applied the removal:\n%s", h.git.Git(h.git.Dir(h.repo), "log", "-2", "--stat", "main"))
+	}
+	write(kustomization(removal))
 	deadline = time.Now().Add(20 * time.Second)
 	for {
 		code, _ := h.get("/v1/clusters/" + uuid)
@@ -86,6 +113,12 @@ func TestDeleteSecondPhase(t *testing.T) {
 			t.Fatal("the cluster was not forgotten after Flux applied the removal")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if f := files(); strings.Contains(f, dir+"/") {
+		t.Errorf("the directory stays after the delete completed:\n%s", f)
+	}
+	if msg := h.git.Git(h.git.Dir(h.repo), "log", "-1", "--format=%B", "main"); !strings.Contains(msg, "Magnum-Operation: delete_cluster_complete") {
+		t.Errorf("last commit:\n%s", msg)
 	}
 	// A Magnum that missed the moment still learns that the delete completed.
 	if code, st := h.get("/v1/clusters/" + uuid + "/status"); code != http.StatusOK || st["status"] != "DELETE_COMPLETE" {

@@ -3,7 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
-	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,72 +11,111 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
-// removal is a deleted cluster whose directory left Git, waiting for Flux to apply that.
+// removal is a deleted cluster whose Secret files left Git, waiting for Flux to apply that
+// before its Secrets are deleted from the management cluster.
 type removal struct {
 	rec     reconciler.ClusterRecord
 	secrets []string
-	commit  string
+	commit  string // "" when the commit is out of reach: Flux applied it long ago
 }
 
-// deletes runs the second phase of every delete whose CAPI Cluster is gone: the cluster's
-// directory leaves Git, and once Flux has applied that, its Secrets leave the management
-// cluster. Never earlier: while the Cluster exists, CAPO and the janitor need them.
+// deletes runs the second phase of every delete whose CAPI Cluster is gone. Never
+// earlier: while the Cluster exists, CAPO and the janitor need the Secrets. Each step is
+// read back from Git, so a restarted or newly elected leader carries on where the last
+// one stopped:
+//
+//  1. the Secret files leave the cluster's directory (its kustomization.yaml then lists
+//     nothing), and Flux drops them from its inventory; their prune guard keeps them in
+//     the management cluster;
+//  2. once Flux has applied that commit, the Secrets are deleted through the API server
+//     (and the application credential, with OnSecretsRemoved);
+//  3. the rest of the directory (the record) leaves Git, and the cluster is forgotten.
 func (s *Service) deletes(ctx context.Context) {
 	for _, rec := range s.clusters.All() {
-		if rec.Event.Operation != v1alpha1.DeleteCluster || s.pending(rec.Event.Cluster.UUID) {
+		if rec.Event.Operation != v1alpha1.DeleteCluster {
 			continue
 		}
-		if rep := s.judge.evaluate(ctx, rec); !rep.SecretsRemovable {
-			continue
+		if err := s.finishDelete(ctx, rec); err != nil {
+			s.o.Log.Error("deleting a deleted cluster's Secrets", "cluster", rec.Event.Cluster.UUID, "stack_id", rec.StackID, "error", err)
 		}
-		secrets, commit, err := s.o.Sink.RemoveCluster(ctx, s.o.Pipeline.Config, rec)
-		if err != nil {
-			s.o.Log.Error("removing a deleted cluster's Secrets from git", "cluster", rec.Event.Cluster.UUID, "stack_id", rec.StackID, "error", err)
-			continue
-		}
-		s.o.Log.Info("deleted cluster's directory removed from git", "cluster", rec.Event.Cluster.UUID, "stack_id", rec.StackID, "commit", commit)
-		if commit != "" {
-			s.requester.request(rec.Namespace, nil)
-		}
-		s.mu.Lock()
-		s.removed[rec.Event.Cluster.UUID] = removal{rec: rec, secrets: secrets, commit: commit}
-		s.mu.Unlock()
-	}
-	// The API calls below run without the lock: it guards the map, not the deletes.
-	s.mu.Lock()
-	waiting := maps.Clone(s.removed)
-	s.mu.Unlock()
-	for uuid, rm := range waiting {
-		if _, done, _ := s.judge.applied(rm.rec.Namespace, rm.commit); rm.commit != "" && !done {
-			continue // Flux would put them back
-		}
-		if err := s.deleteSecrets(ctx, rm); err != nil {
-			s.o.Log.Error("deleting a deleted cluster's Secrets", "cluster", uuid, "stack_id", rm.rec.StackID, "error", err)
-			continue
-		}
-		if s.o.OnSecretsRemoved != nil {
-			if err := s.o.OnSecretsRemoved(ctx, rm.rec); err != nil {
-				s.o.Log.Error("after a deleted cluster's Secrets", "cluster", uuid, "error", err)
-				continue
-			}
-		}
-		s.mu.Lock()
-		delete(s.removed, uuid)
-		s.mu.Unlock()
-		s.clusters.Forget(uuid, time.Now())
-		s.m.deletes.Inc()
-		s.o.Log.Info("delete complete: Secrets removed", "cluster", uuid, "stack_id", rm.rec.StackID, "secrets", len(rm.secrets))
 	}
 }
 
-func (s *Service) pending(uuid string) bool {
+// finishDelete takes a deleted cluster one step further, as far as it can now.
+func (s *Service) finishDelete(ctx context.Context, rec reconciler.ClusterRecord) error {
+	uuid := rec.Event.Cluster.UUID
+	names, err := s.o.Sink.Repo.ListDir(generator.ClusterDir(s.o.Pipeline.Config, rec.Namespace, rec.StackID))
+	if err != nil {
+		return fmt.Errorf("reading git: %w", err)
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.removed[uuid]
-	return ok
+	rm, known := s.removed[uuid]
+	s.mu.Unlock()
+	secretFiles := false
+	for _, n := range names {
+		secretFiles = secretFiles || strings.HasPrefix(n, generator.SecretFilePrefix)
+	}
+	if (secretFiles || len(names) == 0) && !s.judge.evaluate(ctx, rec).SecretsRemovable {
+		return nil
+	}
+	switch {
+	case len(names) == 0:
+		// Finished by another replica, or a cluster that never had Secrets in Git.
+		s.forget(uuid)
+		return nil
+	case secretFiles:
+		secrets, commit, err := s.o.Sink.RemoveSecrets(ctx, s.o.Pipeline.Config, rec)
+		if err != nil {
+			return fmt.Errorf("removing its Secret files from git: %w", err)
+		}
+		s.o.Log.Info("deleted cluster's Secrets removed from git", "cluster", uuid, "stack_id", rec.StackID, "commit", commit)
+		s.requester.request(rec.Namespace, nil)
+		s.mu.Lock()
+		s.removed[uuid] = removal{rec: rec, secrets: secrets, commit: commit}
+		s.mu.Unlock()
+		return nil // Flux has not applied it yet
+	case !known:
+		commit, secrets, err := reconciler.SecretsRemoval(ctx, s.o.Sink.Repo, rec)
+		if err != nil {
+			return fmt.Errorf("reading git history: %w", err)
+		}
+		rm = removal{rec: rec, secrets: secrets, commit: commit}
+		s.mu.Lock()
+		s.removed[uuid] = rm
+		s.mu.Unlock()
+	}
+	if _, done, _ := s.judge.applied(rm.rec.Namespace, rm.commit); rm.commit != "" && !done {
+		return nil // Flux would put them back
+	}
+	if err := s.deleteSecrets(ctx, rm); err != nil {
+		return err
+	}
+	if s.o.OnSecretsRemoved != nil {
+		if err := s.o.OnSecretsRemoved(ctx, rm.rec); err != nil {
+			return fmt.Errorf("after its Secrets: %w", err)
+		}
+	}
+	commit, err := s.o.Sink.FinishDelete(ctx, s.o.Pipeline.Config, rec)
+	if err != nil {
+		return fmt.Errorf("removing its directory from git: %w", err)
+	}
+	s.forget(uuid)
+	s.m.deletes.Inc()
+	s.o.Log.Info("delete complete: Secrets deleted, directory removed from git", "cluster", uuid, "stack_id", rec.StackID,
+		"secrets", len(rm.secrets), "commit", commit)
+	return nil
+}
+
+// forget drops a cluster whose delete is complete.
+func (s *Service) forget(uuid string) {
+	s.mu.Lock()
+	delete(s.removed, uuid)
+	s.mu.Unlock()
+	s.clusters.Forget(uuid, time.Now())
 }
 
 // deleteSecrets deletes a removed cluster's Secrets by name; absent ones are fine.

@@ -37,6 +37,7 @@ type harness struct {
 	t       *testing.T
 	git     *gitserver.Server
 	repo    string
+	remote  string // the repository's URL
 	url     string
 	logs    *leakcheck.Buffer
 	objects string
@@ -48,17 +49,33 @@ func start(t *testing.T, mutate func(*service.Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, git: gitserver.Start(t), logs: leakcheck.Log(t, "the service's log")}
 	h.repo = "clusters.git"
-	url := h.git.Init(h.repo)
-	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: url,
+	h.remote = h.git.Init(h.repo)
+	h.objects = filepath.Join(t.TempDir(), "objects.yaml")
+	if err := os.WriteFile(h.objects, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.run(mutate)
+	t.Cleanup(h.stop)
+	return h
+}
+
+// restart stops the service and starts another process's worth of it on the same remote
+// and management cluster: a fresh clone, nothing kept in memory.
+func (h *harness) restart(mutate func(*service.Options)) {
+	h.t.Helper()
+	h.stop()
+	h.run(mutate)
+}
+
+func (h *harness) run(mutate func(*service.Options)) {
+	t := h.t
+	t.Helper()
+	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: h.remote,
 		Author: gitrepo.Signature{Name: "magnum-gitops", Email: "magnum-gitops@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
-	h.objects = filepath.Join(t.TempDir(), "objects.yaml")
-	if err := os.WriteFile(h.objects, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	ready := make(chan string, 1)
 	o := service.Options{
 		Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t)},
@@ -80,8 +97,6 @@ func start(t *testing.T, mutate func(*service.Options)) *harness {
 	case <-time.After(30 * time.Second):
 		t.Fatal("service did not start")
 	}
-	t.Cleanup(h.stop)
-	return h
 }
 
 func (h *harness) stop() {

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -311,9 +312,11 @@ func (h *harness) checkSecretsKept(w clusterWant) {
 
 // deleteSecondPhase plays CAPI (the Cluster's finalizer goes, and with it the Cluster and
 // what the chart kept for CAPI to delete), then waits for serve's leader to commit the
-// directory's removal, for kustomize-controller to apply it, and for the Secrets to leave
-// the API server. kustomize-controller does not prune them itself (prune: disabled): serve
-// deletes them once Flux applied the commit that removed them from Git.
+// removal of the Secret files, for kustomize-controller to apply it (the directory's
+// kustomization.yaml then lists nothing), for the Secrets to leave the API server, and
+// for the rest of the directory to leave Git. kustomize-controller does not prune the
+// Secrets itself (prune: disabled): serve deletes them once Flux applied the commit that
+// removed them from Git.
 func (h *harness) deleteSecondPhase(t *testing.T, mode string, w clusterWant) timing {
 	t.Helper()
 	released := time.Now()
@@ -330,9 +333,15 @@ func (h *harness) deleteSecondPhase(t *testing.T, mode string, w clusterWant) ti
 		}
 	}
 	var commit string
-	h.waitFor("serve to remove the deleted cluster's directory from Git", 2*time.Minute, func() (bool, string) {
-		if f := h.gitFiles(w.dir()); len(f) > 0 {
-			return false, fmt.Sprintf("%d files left under %s", len(f), w.dir())
+	h.waitFor("serve to remove the deleted cluster's Secret files from Git", 2*time.Minute, func() (bool, string) {
+		var secrets []string
+		for _, f := range h.gitFiles(w.dir()) {
+			if strings.HasPrefix(path.Base(f), "secret-") {
+				secrets = append(secrets, f)
+			}
+		}
+		if len(secrets) > 0 {
+			return false, fmt.Sprintf("%d Secret files left under %s", len(secrets), w.dir())
 		}
 		commit = h.headRevision()
 		return true, ""
@@ -355,6 +364,13 @@ func (h *harness) deleteSecondPhase(t *testing.T, mode string, w clusterWant) ti
 		}
 		return len(left) == 0, fmt.Sprintf("Secrets left: %v", left)
 	})
+	h.waitFor("serve to remove the rest of the deleted cluster's directory from Git", time.Minute, func() (bool, string) {
+		f := h.gitFiles(w.dir())
+		return len(f) == 0, fmt.Sprintf("left under %s: %v", w.dir(), f)
+	})
+	if msg := h.git(h.gitDir, "log", "-1", "--format=%B", "main"); !strings.Contains(msg, "Magnum-Operation: delete_cluster_complete") {
+		t.Errorf("the commit that ends the delete says:\n%s", msg)
+	}
 	// kustomize-controller no longer tracks them either.
 	k, _ := h.get(gvkKustomization, fluxNamespace, h.fluxFor(w.namespace))
 	entries, _, _ := unstructured.NestedSlice(k.Object, "status", "inventory", "entries")

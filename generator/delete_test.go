@@ -1,0 +1,106 @@
+package generator_test
+
+import (
+	"path"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+)
+
+// TestDeletePhases: delete_cluster removes the HelmRelease and keeps the Secrets; the
+// second phase removes the Secret files and keeps an empty kustomization.yaml, which a
+// delete_cluster that comes again keeps as well, so the unfinished delete stays in Git.
+func TestDeletePhases(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	res := fixtureResult(t, "08-prod-a-delete.yaml")
+	dir := generator.ClusterDir(cfg, res.Namespace, res.ReleaseName)
+	k := path.Join(dir, generator.KustomizationFile)
+	secrets := []string{"secret-ca.sops.yaml", "secret-cloud-credentials.sops.yaml", "secret-etcd.sops.yaml", "secret-proxy.sops.yaml", "secret-sa.sops.yaml"}
+	const empty = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+
+	for _, tc := range []struct {
+		name     string
+		existing []string
+		// want: the kustomization's content ("" when it is removed), and whether the
+		// directory's files stay.
+		kustomization string
+	}{
+		{"first phase", append([]string{"helmrelease.yaml", "kustomization.yaml", "magnum-cluster.yaml"}, secrets...),
+			"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- secret-ca.sops.yaml\n- secret-cloud-credentials.sops.yaml\n- secret-etcd.sops.yaml\n- secret-proxy.sops.yaml\n- secret-sa.sops.yaml\n"},
+		{"second phase begun", []string{"kustomization.yaml", "magnum-cluster.yaml"}, empty},
+		{"no Secrets ever", []string{"helmrelease.yaml", "kustomization.yaml", "magnum-cluster.yaml"}, ""},
+		{"nothing there", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fs, err := res.Files(cfg, generator.FileOptions{Existing: tc.existing})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(fs.Deletes, path.Join(dir, generator.HelmReleaseFile)) {
+				t.Errorf("the HelmRelease is not removed: %v", fs.Deletes)
+			}
+			got, written := fs.Files[k]
+			switch {
+			case tc.kustomization == "" && (written || !slices.Contains(fs.Deletes, k)):
+				t.Errorf("want the directory removed; files %v, deletes %v", fs.Files, fs.Deletes)
+			case tc.kustomization != "" && string(got) != tc.kustomization:
+				t.Errorf("kustomization.yaml:\n%s\nwant:\n%s", got, tc.kustomization)
+			case tc.kustomization != "" && slices.Contains(fs.Deletes, k):
+				t.Errorf("kustomization.yaml both written and removed")
+			}
+		})
+	}
+
+	fs, removed, err := generator.SecretsRemoved(cfg, res.Namespace, res.ReleaseName, append([]string{"kustomization.yaml", "magnum-cluster.yaml"}, secrets...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(removed, secrets) {
+		t.Errorf("removed %v, want %v", removed, secrets)
+	}
+	var wantDeletes []string
+	for _, s := range secrets {
+		wantDeletes = append(wantDeletes, path.Join(dir, s))
+	}
+	if !slices.Equal(fs.Deletes, wantDeletes) || len(fs.Files) != 1 || string(fs.Files[k]) != empty {
+		t.Errorf("second phase: files %q, deletes %v", fs.Files, fs.Deletes)
+	}
+}
+
+// TestSecretSuffixes: every Secret the fixtures render is named with one of
+// SecretSuffixes, which a delete falls back on.
+func TestSecretSuffixes(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	check := func(name string, res *generator.Result) {
+		for _, s := range res.Objects.Secrets {
+			suffix, ok := strings.CutPrefix(s.Name, res.ReleaseName+"-")
+			if !ok || !slices.Contains(generator.SecretSuffixes, suffix) {
+				t.Errorf("%s: Secret %s is not R-<one of %v>", name, s.Name, generator.SecretSuffixes)
+			}
+			seen[suffix] = true
+		}
+	}
+	for _, name := range fixtureNames(t) {
+		res, err := generator.Render(fixtureEvent(t, name), defaultConfig())
+		if err != nil {
+			continue // the bad-input fixtures
+		}
+		check(name, res)
+	}
+	res, err := generator.Render(featureEvent(t, "registries"), testenv.RegistriesConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("registries", res)
+	for _, s := range generator.SecretSuffixes {
+		if !seen[s] {
+			t.Errorf("no fixture renders the Secret R-%s: is the suffix still used?", s)
+		}
+	}
+}
