@@ -57,6 +57,14 @@ func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
 	delete(c.gone, ev.Cluster.UUID)
 }
 
+// put sets a cluster's record as read from Git.
+func (c *Clusters) put(rec ClusterRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[rec.Event.Cluster.UUID] = rec
+	delete(c.gone, rec.Event.Cluster.UUID)
+}
+
 // Forget drops a cluster whose delete completed, keeping a tombstone for TombstoneTTL.
 func (c *Clusters) Forget(uuid string, at time.Time) {
 	c.mu.Lock()

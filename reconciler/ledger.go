@@ -104,14 +104,30 @@ func LoadLedger(ctx context.Context, repo *gitrepo.Repo) (*Ledger, error) {
 		if _, seen := l.entries[id]; seen {
 			return nil // a newer commit already answered this id
 		}
-		uuid, _ := c.Trailer("Magnum-Cluster-UUID")
-		stackID, _ := c.Trailer("Magnum-Stack-ID")
-		op, _ := c.Trailer("Magnum-Operation")
-		l.entries[id] = ledgerEntry{digest: digest, summary: Summary{EventID: id, Operation: v1alpha1.Operation(op),
-			ClusterUUID: uuid, StackID: stackID, Outcome: OutcomeCommitted, Revision: c.Hash.String()}}
+		l.entries[id] = ledgerEntry{digest: digest, summary: summaryOf(id, c)}
 		return nil
 	})
 	return l, err
+}
+
+// learn records an event id read from a commit made elsewhere, unless it is known: the
+// first commit that carried an id answers its retries.
+func (l *Ledger) learn(id, digest string, c gitrepo.CommitInfo) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.entries[id]; ok {
+		return
+	}
+	l.entries[id] = ledgerEntry{digest: digest, summary: summaryOf(id, c)}
+}
+
+// summaryOf is the answer a commit that carried an event gives to its retries.
+func summaryOf(id string, c gitrepo.CommitInfo) Summary {
+	uuid, _ := c.Trailer("Magnum-Cluster-UUID")
+	stackID, _ := c.Trailer("Magnum-Stack-ID")
+	op, _ := c.Trailer("Magnum-Operation")
+	return Summary{EventID: id, Operation: v1alpha1.Operation(op), ClusterUUID: uuid, StackID: stackID,
+		Outcome: OutcomeCommitted, Revision: c.Hash.String()}
 }
 
 // Revision returns the commit recorded for an event id.

@@ -1,0 +1,99 @@
+package reconciler
+
+import (
+	"context"
+	"path"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+)
+
+// Follower keeps a replica's cluster index and ledger in step with the commits it did not
+// make: those of the other replicas (and of people), which it reads after they are
+// fetched. Without it a replica answers 404 for the clusters whose events another
+// replica took, its leader never finishes their deletes nor reports their health, and a
+// retried event id gets "unchanged" instead of the commit that carried it.
+type Follower struct {
+	Repo     *gitrepo.Repo
+	Config   *generator.Config
+	Clusters *Clusters
+	Ledger   *Ledger
+	// Now stamps the records it reads; time.Now when nil.
+	Now func() time.Time
+
+	head string // the last commit read
+}
+
+// Mark sets the commit the index was loaded from: CatchUp reads the commits after it.
+func (f *Follower) Mark(head string) { f.head = head }
+
+// CatchUp reads the commits between the last one read and the branch head (as last
+// fetched or pushed), newest first and at most LedgerHistory of them: each event id goes
+// to the ledger, and each cluster a commit touched is read again from its record at the
+// head, or forgotten when its directory is gone (its delete completed). It returns the
+// number of commits read. Callers serialise it with the queue's own updates, or an older
+// record could replace a newer one.
+func (f *Follower) CatchUp(ctx context.Context) (int, error) {
+	snap, err := f.Repo.Snapshot()
+	if err != nil {
+		return 0, err
+	}
+	head := snap.Commit().String()
+	if head == f.head || snap.Commit().IsZero() {
+		return 0, nil
+	}
+	type touched struct{ stackID, project, eventID string }
+	clusters := map[string]touched{}
+	n := 0
+	err = snap.Walk(ctx, func(c gitrepo.CommitInfo) error {
+		if c.Hash.String() == f.head || n >= LedgerHistory {
+			return gitrepo.ErrStopWalk
+		}
+		n++
+		id, _ := c.Trailer(TrailerEventID)
+		if digest, ok := c.Trailer(TrailerEventDigest); ok && id != "" {
+			f.Ledger.learn(id, digest, c)
+		}
+		uuid, ok := c.Trailer("Magnum-Cluster-UUID")
+		if _, seen := clusters[uuid]; !ok || seen {
+			return nil // the newest commit of a cluster says what its record holds
+		}
+		stackID, _ := c.Trailer("Magnum-Stack-ID")
+		project, _ := c.Trailer("Magnum-Project")
+		clusters[uuid] = touched{stackID: stackID, project: project, eventID: id}
+		return nil
+	})
+	if err != nil {
+		return n, err
+	}
+	now := time.Now
+	if f.Now != nil {
+		now = f.Now
+	}
+	for uuid, t := range clusters {
+		if t.stackID == "" || t.project == "" {
+			continue
+		}
+		if rec, ok := f.Clusters.Get(uuid); ok && t.eventID != "" && rec.Event.ID == t.eventID {
+			continue // this replica's own commit: indexed when it was answered
+		}
+		ns := magnum.Namespace(f.Config.Magnum.CapiHelm.NamespacePrefix, t.project)
+		data, ok, err := snap.ReadFile(path.Join(generator.ClusterDir(f.Config, ns, t.stackID), RecordFile))
+		if err != nil {
+			return n, err
+		}
+		if !ok {
+			f.Clusters.Forget(uuid, now())
+			continue
+		}
+		ev, err := ReadRecord(data)
+		if err != nil {
+			continue // LoadClusters reports such a record at start; the next event replaces it
+		}
+		f.Clusters.put(ClusterRecord{Event: ev, StackID: t.stackID, Namespace: ns, Revision: f.Ledger.Revision(ev.ID), At: now()})
+	}
+	f.head = head
+	return n, nil
+}

@@ -1,0 +1,88 @@
+package reconciler_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+)
+
+// TestFollowerCatchesUp: a replica learns the events another replica committed — the
+// clusters with their revisions, the event ids for retries and reuse — and forgets a
+// cluster whose directory the other one removed; with nothing new it reads nothing.
+func TestFollowerCatchesUp(t *testing.T) {
+	t.Parallel()
+	p, a, dir := committer(t)
+	b := replica(t, dir)
+	ctx := context.Background()
+	clusters, _, err := reconciler.LoadClusters(b.Repo, p.Config, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &reconciler.Follower{Repo: b.Repo, Config: p.Config, Clusters: clusters, Ledger: reconciler.NewLedger()}
+	head, _ := b.Repo.Head()
+	f.Mark(head.String())
+
+	create, resize := event(t, "01-prod-a-create.yaml"), event(t, "02-prod-a-resize-workers.yaml")
+	if _, err := a.Apply(ctx, p, create); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Apply(ctx, p, resize)
+	if err != nil || out.NoOp() {
+		t.Fatalf("resize: %+v %v", out, err)
+	}
+	if n, err := f.CatchUp(ctx); n != 0 || err != nil {
+		t.Errorf("before a fetch: %d commits read, %v", n, err)
+	}
+	if err := b.Repo.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.CatchUp(ctx); n != 2 || err != nil {
+		t.Errorf("after the other replica's two events: %d commits read, %v", n, err)
+	}
+	uuid := resize.Cluster.UUID
+	rec, ok := clusters.Get(uuid)
+	if !ok || rec.Event.ID != resize.ID || rec.Revision != out.Commit || rec.StackID != out.Plan.Result.ReleaseName || rec.Namespace != out.Plan.Result.Namespace {
+		t.Errorf("the cluster as the follower read it: %+v (ok %v); want event %s at %s", rec, ok, resize.ID, out.Commit)
+	}
+	if sum, ok, err := f.Ledger.Lookup(resize.ID, reconciler.Digest(resize)); !ok || err != nil || sum.Revision != out.Commit {
+		t.Errorf("a retry of the other replica's event: %+v %v %v", sum, ok, err)
+	}
+	if _, _, err := f.Ledger.Lookup(create.ID, "sha256:other"); !errors.Is(err, reconciler.ErrIdempotencyConflict) {
+		t.Errorf("the other replica's id with another body: %v", err)
+	}
+	if n, err := f.CatchUp(ctx); n != 0 || err != nil {
+		t.Errorf("nothing new: %d commits read, %v", n, err)
+	}
+
+	// The other replica finishes the cluster's delete: the directory leaves Git.
+	del := event(t, "08-prod-a-delete.yaml")
+	if _, err := a.Apply(ctx, p, del); err != nil {
+		t.Fatal(err)
+	}
+	arec := reconciler.ClusterRecord{Event: del, StackID: rec.StackID, Namespace: rec.Namespace}
+	if _, _, err := a.RemoveSecrets(ctx, p.Config, arec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.FinishDelete(ctx, p.Config, arec); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Repo.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.CatchUp(ctx); n != 3 || err != nil {
+		t.Errorf("after the delete: %d commits read, %v", n, err)
+	}
+	if _, ok := clusters.Get(uuid); ok {
+		t.Error("the deleted cluster is still indexed")
+	}
+	if _, ok := clusters.Gone(uuid); !ok {
+		t.Error("the deleted cluster left no tombstone")
+	}
+	if log := gitOut(t, dir, "log", "--format=%s", "main"); !strings.Contains(log, "is gone") {
+		t.Errorf("history:\n%s", log)
+	}
+}
