@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
@@ -20,7 +23,7 @@ func TestDeletePhases(t *testing.T) {
 	dir := generator.ClusterDir(cfg, res.Namespace, res.ReleaseName)
 	k := path.Join(dir, generator.KustomizationFile)
 	secrets := []string{"secret-ca.sops.yaml", "secret-cloud-credentials.sops.yaml", "secret-etcd.sops.yaml", "secret-proxy.sops.yaml", "secret-sa.sops.yaml"}
-	const empty = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+	empty := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nmetadata:\n  annotations:\n    magnum-gitops.io/delete-phase: secrets-removed\n  name: " + res.ReleaseName + "\n"
 
 	for _, tc := range []struct {
 		name     string
@@ -70,6 +73,43 @@ func TestDeletePhases(t *testing.T) {
 	if !slices.Equal(fs.Deletes, wantDeletes) || len(fs.Files) != 1 || string(fs.Files[k]) != empty {
 		t.Errorf("second phase: files %q, deletes %v", fs.Files, fs.Deletes)
 	}
+
+	// kustomize builds the directory in both phases (Flux's kustomize-controller would stop
+	// applying every cluster otherwise); the second yields nothing.
+	first, err := res.Files(cfg, generator.FileOptions{Existing: append([]string{"helmrelease.yaml", "kustomization.yaml"}, secrets...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{k: string(first.Files[k])}
+	for _, s := range secrets {
+		files[path.Join(dir, s)] = "apiVersion: v1\nkind: Secret\nmetadata: {name: " + strings.TrimSuffix(strings.TrimPrefix(s, "secret-"), ".sops.yaml") + "}\n"
+	}
+	if got := kustomizeBuild(t, dir, files); strings.Count(got, "kind: Secret") != len(secrets) {
+		t.Errorf("first phase builds:\n%s", got)
+	}
+	if got := kustomizeBuild(t, dir, map[string]string{k: string(fs.Files[k])}); strings.TrimSpace(got) != "" {
+		t.Errorf("second phase builds:\n%s", got)
+	}
+}
+
+// kustomizeBuild builds dir with kustomize, as kustomize-controller does.
+func kustomizeBuild(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
+	fsys := filesys.MakeFsInMemory()
+	for p, c := range files {
+		if err := fsys.WriteFile("/"+p, []byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, "/"+dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	out, err := m.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 // TestSecretSuffixes: every Secret the fixtures render is named with one of

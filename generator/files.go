@@ -107,7 +107,7 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 		fs.Deletes = append(fs.Deletes, path.Join(dir, deployFile))
 		if len(secretFiles) == 0 {
 			if secondPhase(opts.Existing, deployFile) {
-				return fs, add(path.Join(dir, KustomizationFile), kustomization(nil, ""))
+				return fs, add(path.Join(dir, KustomizationFile), unfinishedDelete(res.ReleaseName))
 			}
 			fs.Deletes = append(fs.Deletes, path.Join(dir, KustomizationFile))
 			return fs, nil
@@ -174,12 +174,28 @@ func SecretsRemoved(cfg *Config, namespace, release string, existing []string) (
 			fs.Deletes = append(fs.Deletes, path.Join(dir, name))
 		}
 	}
-	b, err := MarshalObject(kustomization(nil, ""))
+	b, err := MarshalObject(unfinishedDelete(release))
 	if err != nil {
 		return nil, nil, err
 	}
 	fs.Files[path.Join(dir, KustomizationFile)] = b
 	return fs, removed, nil
+}
+
+// DeletePhaseAnnotation marks the kustomization.yaml of a directory in the second phase of
+// a delete (see SecretsRemoved), with the value "secrets-removed".
+const DeletePhaseAnnotation = "magnum-gitops.io/delete-phase"
+
+// unfinishedDelete is the kustomization.yaml of a directory in the second phase of a
+// delete: it lists nothing. kustomize refuses a Kustomization that has no field at all
+// ("kustomization.yaml is empty", and with it the whole Flux Kustomization), so its
+// metadata says what the directory is waiting for: the Secrets left Git, and magnum-gitops
+// deletes them from the management cluster, then the directory.
+func unfinishedDelete(release string) *kustypes.Kustomization {
+	k := kustomization(nil, "")
+	k.MetaData = &kustypes.ObjectMeta{Name: release, Annotations: map[string]string{
+		DeletePhaseAnnotation: "secrets-removed"}}
+	return k
 }
 
 // secondPhase reports whether a cluster directory is in the second phase of its delete: a
