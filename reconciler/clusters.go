@@ -57,18 +57,30 @@ func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
 	delete(c.gone, ev.Cluster.UUID)
 }
 
-// put sets a cluster's record as read from Git.
-func (c *Clusters) put(rec ClusterRecord) {
+// replace sets a cluster's record as read from Git (nil: its delete completed, at at),
+// unless it changed since it was old (nil: absent): the queue indexed a newer event.
+func (c *Clusters) replace(uuid string, old *v1alpha1.ClusterEvent, rec *ClusterRecord, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m[rec.Event.Cluster.UUID] = rec
-	delete(c.gone, rec.Event.Cluster.UUID)
+	if cur := c.m[uuid]; cur.Event != old {
+		return
+	}
+	if rec == nil {
+		c.forget(uuid, at)
+		return
+	}
+	c.m[uuid] = *rec
+	delete(c.gone, uuid)
 }
 
 // Forget drops a cluster whose delete completed, keeping a tombstone for TombstoneTTL.
 func (c *Clusters) Forget(uuid string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forget(uuid, at)
+}
+
+func (c *Clusters) forget(uuid string, at time.Time) {
 	if rec, ok := c.m[uuid]; ok {
 		rec.At = at
 		c.gone[uuid] = rec

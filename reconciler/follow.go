@@ -33,8 +33,7 @@ func (f *Follower) Mark(head string) { f.head = head }
 // fetched or pushed), newest first and at most LedgerHistory of them: each event id goes
 // to the ledger, and each cluster a commit touched is read again from its record at the
 // head, or forgotten when its directory is gone (its delete completed). It returns the
-// number of commits read. Callers serialise it with the queue's own updates, or an older
-// record could replace a newer one.
+// number of commits read. A record the queue replaced meanwhile is left alone: it is newer.
 func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 	snap, err := f.Repo.Snapshot()
 	if err != nil {
@@ -76,23 +75,30 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 		if t.stackID == "" || t.project == "" {
 			continue
 		}
-		if rec, ok := f.Clusters.Get(uuid); ok && t.eventID != "" && rec.Event.ID == t.eventID {
+		old, had := f.Clusters.Get(uuid)
+		if had && t.eventID != "" && old.Event.ID == t.eventID {
 			continue // this replica's own commit: indexed when it was answered
+		}
+		if had && old.Revision != "" {
+			// The queue may have indexed a newer event meanwhile, committed after head.
+			if in, err := f.Repo.Contains(head, old.Revision); err != nil || !in {
+				continue
+			}
 		}
 		ns := magnum.Namespace(f.Config.Magnum.CapiHelm.NamespacePrefix, t.project)
 		data, ok, err := snap.ReadFile(path.Join(generator.ClusterDir(f.Config, ns, t.stackID), RecordFile))
 		if err != nil {
 			return n, err
 		}
-		if !ok {
-			f.Clusters.Forget(uuid, now())
-			continue
+		var rec *ClusterRecord // nil: the directory is gone, the delete completed
+		if ok {
+			ev, err := ReadRecord(data)
+			if err != nil {
+				continue // LoadClusters reports such a record at start; the next event replaces it
+			}
+			rec = &ClusterRecord{Event: ev, StackID: t.stackID, Namespace: ns, Revision: f.Ledger.Revision(ev.ID), At: now()}
 		}
-		ev, err := ReadRecord(data)
-		if err != nil {
-			continue // LoadClusters reports such a record at start; the next event replaces it
-		}
-		f.Clusters.put(ClusterRecord{Event: ev, StackID: t.stackID, Namespace: ns, Revision: f.Ledger.Revision(ev.ID), At: now()})
+		f.Clusters.replace(uuid, old.Event, rec, now())
 	}
 	f.head = head
 	return n, nil

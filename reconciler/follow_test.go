@@ -58,6 +58,26 @@ func TestFollowerCatchesUp(t *testing.T) {
 		t.Errorf("nothing new: %d commits read, %v", n, err)
 	}
 
+	// The queue indexes an event it committed after the head the follower reads: the
+	// follower leaves the newer record alone.
+	newer := *resize
+	newer.ID = "evt-newer"
+	later := strings.Repeat("ab", 20) // a commit this clone has not fetched
+	clusters.Observe(&newer, reconciler.Summary{StackID: rec.StackID, Namespace: rec.Namespace, Revision: later}, time.Now())
+	if _, err := a.Apply(ctx, p, event(t, "06-prod-a-upgrade.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Repo.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.CatchUp(ctx); n != 1 || err != nil {
+		t.Errorf("after the upgrade: %d commits read, %v", n, err)
+	}
+	if got, _ := clusters.Get(uuid); got.Event.ID != "evt-newer" {
+		t.Errorf("the follower replaced the queue's newer record with %s", got.Event.ID)
+	}
+	clusters.Observe(resize, reconciler.Summary{StackID: rec.StackID, Namespace: rec.Namespace, Revision: out.Commit}, time.Now())
+
 	// The other replica finishes the cluster's delete: the directory leaves Git.
 	del := event(t, "08-prod-a-delete.yaml")
 	if _, err := a.Apply(ctx, p, del); err != nil {

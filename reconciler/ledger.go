@@ -176,7 +176,9 @@ func checkReusedID(base Tree, record string, ev *v1alpha1.ClusterEvent) error {
 // ':'), so that its absence from a record's bytes proves it is not there.
 func plainID(id string) bool {
 	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:", c)) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.ContainsRune("-_.:", c):
+		default:
 			return false
 		}
 	}
