@@ -27,8 +27,14 @@ type Queue struct {
 	// MaxWait after the first one (defaults 100 and 20ms).
 	MaxGroup int
 	MaxWait  time.Duration
-	// Observe, when set, is called once per answered event (metrics, logs).
+	// Observe, when set, is called once per answered event (metrics, logs), with the size
+	// of its group and the time since it arrived: its wait in the queue counts, as its
+	// client waited too.
 	Observe func(s Summary, group int, took time.Duration)
+	// ObserveGroup, when set, is called once per group, after its push and before its
+	// pushed events are answered (so an answered client finds it counted): what the group
+	// cost, which per-event counting would multiply by the group's size.
+	ObserveGroup func(g GroupStats)
 	// Now stamps records; time.Now when nil.
 	Now func() time.Time
 
@@ -36,12 +42,26 @@ type Queue struct {
 	done chan struct{}
 }
 
+// GroupStats is what one group cost (metrics).
+type GroupStats struct {
+	// Events is the group's size, events answered without a commit (retried ids) included.
+	Events int
+	// Pushes counts the pushes that landed: one for a group that committed something, or
+	// in review mode one per event committed to its branch.
+	Pushes int
+	// Retries counts the push attempts beyond the first (the remote moved, or failed
+	// transiently) of the pushes that landed or found nothing left to push.
+	Retries int
+}
+
 type submission struct {
 	ctx    context.Context
 	ev     *v1alpha1.ClusterEvent
 	digest string
-	at     time.Time
-	answer chan Summary
+	// at stamps the record (Now, which a test may fix); arrived times the answer.
+	at      time.Time
+	arrived time.Time
+	answer  chan Summary
 }
 
 // Start prepares the queue; Run must then be called.
@@ -63,7 +83,7 @@ func (q *Queue) Start() {
 // when ctx ends first; the event may still be committed, which a retry with the same id
 // then finds in the Ledger.
 func (q *Queue) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summary {
-	s := &submission{ctx: ctx, ev: ev, digest: Digest(ev), at: q.Now(), answer: make(chan Summary, 1)}
+	s := &submission{ctx: ctx, ev: ev, digest: Digest(ev), at: q.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
 	select {
 	case <-q.done:
 		return Summarize(ev, nil, ErrShuttingDown)
@@ -133,24 +153,28 @@ func (q *Queue) drain() {
 // cluster keep their order), and one push. Retried ids are answered from the ledger first.
 // In review mode every event goes to a branch of its own, so events are applied one by one.
 func (q *Queue) process(ctx context.Context, group []*submission) {
-	start := time.Now()
+	stats := GroupStats{Events: len(group)}
 	var pending []*submission
 	digests := map[string]string{}
 	for _, s := range group {
 		if sum, done := q.early(s, digests); done {
-			q.answer(s, sum, len(group), start)
+			q.answer(s, sum, len(group))
 			continue
 		}
 		pending = append(pending, s)
 	}
 	if len(pending) == 0 {
+		q.observeGroup(stats)
 		return
 	}
 	if q.Sink.ReviewBranch != "" {
+		// One push per event, to its own branch: each answered as soon as it is pushed.
 		for _, s := range pending {
 			out, err := q.Sink.Apply(ctx, q.Pipeline, s.ev)
-			q.answer(s, q.record(s, out, err), len(group), start)
+			stats.add(out, err, true)
+			q.answer(s, q.record(s, out, err), len(group))
 		}
+		q.observeGroup(stats)
 		return
 	}
 	events := make([]*v1alpha1.ClusterEvent, len(pending))
@@ -158,12 +182,44 @@ func (q *Queue) process(ctx context.Context, group []*submission) {
 		events[i] = s.ev
 	}
 	outs, errs, err := q.Sink.ApplyGroup(ctx, q.Pipeline, events)
+	sums := make([]Summary, len(pending))
 	for i, s := range pending {
 		e := errs[i]
 		if err != nil {
 			e = err
 		}
-		q.answer(s, q.record(s, outs[i], e), len(group), start)
+		sums[i] = q.record(s, outs[i], e)
+		stats.add(outs[i], e, false)
+	}
+	q.observeGroup(stats)
+	for i, s := range pending {
+		q.answer(s, sums[i], len(group))
+	}
+}
+
+// add counts an event's push into the group's stats. The events of a group share one
+// push (and its attempts); with each (review mode), every event has its own.
+func (g *GroupStats) add(out *Outcome, err error, each bool) {
+	if out == nil || err != nil {
+		return
+	}
+	pushed := 0
+	if !out.NoOp() {
+		pushed = 1
+	}
+	retries := max(out.Attempts-1, 0)
+	if each {
+		g.Pushes += pushed
+		g.Retries += retries
+		return
+	}
+	g.Pushes = max(g.Pushes, pushed)
+	g.Retries = max(g.Retries, retries)
+}
+
+func (q *Queue) observeGroup(g GroupStats) {
+	if q.ObserveGroup != nil {
+		q.ObserveGroup(g)
 	}
 }
 
@@ -205,9 +261,9 @@ func (q *Queue) record(s *submission, out *Outcome, err error) Summary {
 	return sum
 }
 
-func (q *Queue) answer(s *submission, sum Summary, group int, start time.Time) {
+func (q *Queue) answer(s *submission, sum Summary, group int) {
 	if q.Observe != nil {
-		q.Observe(sum, group, time.Since(start))
+		q.Observe(sum, group, time.Since(s.arrived))
 	}
 	s.answer <- sum
 }

@@ -28,9 +28,15 @@ import (
 
 type serveOptions struct {
 	configFile, listen, kubeconfig, objectsFile, logFormat, source string
-	healthInterval, resyncInterval                                 time.Duration
+	healthInterval, resyncInterval, shutdownDelay                  time.Duration
 	insecurePlaintext, leaderElect                                 bool
+	// shutdownDelaySet: --shutdown-delay was given, so it overrides serve.shutdown_delay.
+	shutdownDelaySet bool
 }
+
+// defaultShutdownDelay is about how long Kubernetes takes to remove a terminating Pod's
+// endpoint everywhere (kube-proxy, ingress controllers).
+const defaultShutdownDelay = 5 * time.Second
 
 func newServeCommand() *cobra.Command {
 	o := &serveOptions{}
@@ -46,13 +52,15 @@ func newServeCommand() *cobra.Command {
 
 Events that arrive together are group-committed (one commit each, one push per group).
 The leader replica (a Kubernetes Lease) also runs the second phase of deletes, health
-reporting to Magnum and resync. SIGTERM drains: new events get 503, those in flight finish.`,
+reporting to Magnum and resync. SIGTERM drains: new events get 503 and /readyz fails for
+--shutdown-delay while the listeners stay open, then those in flight finish (up to 30s).`,
 		Example: `  magnum-gitops serve --config /etc/magnum-gitops/config.yaml
   magnum-gitops serve --config config.yaml --objects objects.yaml --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			o.shutdownDelaySet = cmd.Flags().Changed("shutdown-delay")
 			return o.run(ctx, cmd.ErrOrStderr())
 		},
 	}
@@ -65,6 +73,7 @@ reporting to Magnum and resync. SIGTERM drains: new events get 503, those in fli
 	f.StringVar(&o.source, "source", "api", "where events come from: api (POST /v1/events), or magnum (also poll Magnum's API; needs the openstack section)")
 	f.DurationVar(&o.healthInterval, "health-interval", time.Minute, "how often health is reported to Magnum (needs the openstack section)")
 	f.DurationVar(&o.resyncInterval, "resync-interval", time.Hour, "how often every cluster is rendered again from Git (0: at start only)")
+	f.DurationVar(&o.shutdownDelay, "shutdown-delay", defaultShutdownDelay, "on SIGTERM, how long to keep answering 503 (and failing /readyz) before closing the listeners; overrides serve.shutdown_delay")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect one replica (Kubernetes Lease) to run the background loops")
 	f.BoolVar(&o.insecurePlaintext, "insecure-plaintext-secrets", false, "commit Secrets unencrypted; never on a shared repository")
 	_ = cmd.MarkFlagRequired("config")
@@ -105,6 +114,7 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		Listen: cmp.Or(o.listen, file.Serve.Listen, "127.0.0.1:8080"), OpsListen: file.Serve.OpsListen, TLS: tlsCfg,
 		Tokens: tokens, MaxBodyBytes: file.Serve.MaxBodyBytes,
 		MaxGroup: file.Serve.Group.MaxEvents, MaxWait: file.Serve.Group.MaxWait.Duration,
+		ShutdownDelay:  o.shutdownDelayFrom(&file.Serve),
 		Kustomization:  cmp.Or(file.Serve.Kustomization, status.DefaultKustomization),
 		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log}
 	rr := file.Serve.ReconcileRequest
@@ -134,6 +144,15 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		return err
 	}
 	return service.Run(ctx, so)
+}
+
+// shutdownDelayFrom is --shutdown-delay when given, else serve.shutdown_delay when set
+// (0 included), else the default.
+func (o *serveOptions) shutdownDelayFrom(c *serveConfig) time.Duration {
+	if !o.shutdownDelaySet && c.ShutdownDelay != nil {
+		return c.ShutdownDelay.Duration
+	}
+	return o.shutdownDelay
 }
 
 // openstack wires what the openstack section enables: health reporting to Magnum, the

@@ -31,6 +31,9 @@ type serveConfig struct {
 		MaxEvents int                `json:"max_events,omitempty"`
 		MaxWait   generator.Duration `json:"max_wait,omitempty"`
 	} `json:"group,omitempty"`
+	// ShutdownDelay is how long, on SIGTERM, new events get 503 and /readyz fails before
+	// the listeners close (default 5s; --shutdown-delay overrides). A pointer: 0s is a choice.
+	ShutdownDelay *generator.Duration `json:"shutdown_delay,omitempty"`
 	// Kustomization is the Flux Kustomization (namespace/name) that applies the repository.
 	Kustomization string `json:"kustomization,omitempty"`
 	// ReconcileRequest names the Flux GitRepository to annotate with

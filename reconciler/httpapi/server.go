@@ -41,12 +41,37 @@ type Server struct {
 	MaxBodyBytes int64
 	// Log receives one line per event; it never sees a body.
 	Log *slog.Logger
+	// Refused, when set, is called once per POST /v1/events refused before it reached the
+	// Queue (which reports the others), for metrics: operation is the event's, or
+	// OperationUnknown before it is decoded; outcome is one of the Outcome constants here
+	// or the Kind of the failure (reconciler.Kind.String), so both labels stay bounded.
+	Refused func(operation, outcome string)
 
 	draining atomic.Bool
 }
 
+// Labels of events refused before they reached the Queue.
+const (
+	// OperationUnknown: the body was not read, or did not decode.
+	OperationUnknown = "unknown"
+	// OutcomeUnauthorized: no valid token or client certificate (401).
+	OutcomeUnauthorized = "unauthorized"
+	// OutcomeTooLarge: the body exceeds MaxBodyBytes (413).
+	OutcomeTooLarge = "too_large"
+)
+
 // Drain makes new events answer 503 while the ones in flight finish (graceful shutdown).
 func (s *Server) Drain() { s.draining.Store(true) }
+
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// refused counts an event refused before it reached the Queue.
+func (s *Server) refused(operation, outcome string) {
+	if s.Refused != nil {
+		s.Refused(operation, outcome)
+	}
+}
 
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
@@ -61,6 +86,9 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r) {
+			if r.Method == http.MethodPost && r.URL.Path == "/v1/events" {
+				s.refused(OperationUnknown, OutcomeUnauthorized)
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="magnum-gitops"`)
 			writeError(w, http.StatusUnauthorized, apiError{Code: "unauthorized", Message: errUnauthorized.Error()})
 			return
@@ -74,12 +102,15 @@ var eventMediaTypes = []string{"application/json", "application/yaml", "applicat
 
 func (s *Server) postEvent(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
+		// The outcome of the Queue's own "shutting down" answer: the same 503, the same label.
+		s.refused(OperationUnknown, reconciler.KindRetry.String())
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: "shutting down: retry with the same event id"})
 		return
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || !slices.Contains(eventMediaTypes, mt) {
+		s.refused(OperationUnknown, reconciler.KindInvalid.String())
 		writeError(w, http.StatusBadRequest, apiError{Code: "unsupported_media_type",
 			Message: fmt.Sprintf("Content-Type must be one of %s", strings.Join(eventMediaTypes, ", "))})
 		return
@@ -92,20 +123,24 @@ func (s *Server) postEvent(w http.ResponseWriter, r *http.Request) {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
+		s.refused(OperationUnknown, OutcomeTooLarge)
 		writeError(w, http.StatusRequestEntityTooLarge, apiError{Code: "too_large", Message: fmt.Sprintf("the body exceeds %d bytes", limit)})
 		return
 	case err != nil:
+		s.refused(OperationUnknown, reconciler.KindInvalid.String())
 		writeError(w, http.StatusBadRequest, apiError{Code: "bad_request", Message: "reading the body: " + err.Error()})
 		return
 	}
 	ev, err := reconciler.Decode(body)
 	if err != nil {
 		sum := reconciler.Summarize(nil, nil, err)
+		s.refused(OperationUnknown, sum.Outcome)
 		s.logEvent(r, sum, 0)
 		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_input", Message: sum.Error, Fields: sum.Fields})
 		return
 	}
 	if key := r.Header.Get("Idempotency-Key"); key != "" && ev.ID != "" && key != ev.ID {
+		s.refused(string(ev.Operation), reconciler.KindInvalid.String())
 		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_input", Message: "Idempotency-Key differs from the event id"})
 		return
 	}

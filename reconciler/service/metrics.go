@@ -13,6 +13,7 @@ import (
 type metrics struct {
 	events      *prometheus.CounterVec
 	commits     prometheus.Counter
+	pushes      prometheus.Counter
 	pushRetries prometheus.Counter
 	conflicts   prometheus.Counter
 	groupSize   prometheus.Histogram
@@ -27,17 +28,20 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "magnum_gitops_events_total",
-			Help: "Events answered, by operation and outcome (replayed: a retried event id)."}, []string{"operation", "outcome"}),
+			Help: "Events answered, by operation and outcome (replayed: a retried event id; unauthorized, too_large " +
+				"and invalid with operation unknown: refused before the body was read or decoded)."}, []string{"operation", "outcome"}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_commits_total",
 			Help: "Commits pushed for events."}),
+		pushes: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_pushes_total",
+			Help: "Pushes that landed, one per group of events (one per event to a review branch)."}),
 		pushRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_push_retries_total",
-			Help: "Pushes repeated because the remote branch moved."}),
+			Help: "Push attempts repeated because the remote branch moved or failed transiently, once per group."}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_conflicts_total",
 			Help: "Events refused because someone changed the same files differently."}),
 		groupSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_group_size",
-			Help: "Events per group commit.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200}}),
+			Help: "Events per group the queue took together, retried event ids included.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200}}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_event_duration_seconds",
-			Help: "From an event's arrival to its answer (pushed).", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
+			Help: "From an event's arrival to its answer (pushed), its wait in the queue included.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
 		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "magnum_gitops_step_duration_seconds",
 			Help:    "Per event: its render, and its group's commit building (plans included) and push.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}, []string{"step"}),
@@ -50,12 +54,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		health: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "magnum_gitops_health_reports_total",
 			Help: "Health PATCHes to Magnum, by result."}, []string{"result"}),
 	}
-	reg.MustRegister(m.events, m.commits, m.pushRetries, m.conflicts, m.groupSize, m.latency, m.steps, m.resync, m.leader, m.deletes, m.health)
+	reg.MustRegister(m.events, m.commits, m.pushes, m.pushRetries, m.conflicts, m.groupSize, m.latency, m.steps, m.resync, m.leader, m.deletes, m.health)
 	return m
 }
 
-// observe records one answered event.
-func (m *metrics) observe(s reconciler.Summary, group int, took time.Duration) {
+// observe records one answered event; what its group cost is observeGroup's, counted once.
+func (m *metrics) observe(s reconciler.Summary, _ int, took time.Duration) {
 	if s.Replayed {
 		// A retry answered from the ledger: its commit was counted the first time.
 		m.events.WithLabelValues(string(s.Operation), "replayed").Inc()
@@ -66,13 +70,9 @@ func (m *metrics) observe(s reconciler.Summary, group int, took time.Duration) {
 	if s.Outcome == reconciler.OutcomeCommitted {
 		m.commits.Inc()
 	}
-	if s.Attempts > 1 {
-		m.pushRetries.Add(float64(s.Attempts - 1))
-	}
 	if s.Kind() == reconciler.KindConflict && s.Error != "" {
 		m.conflicts.Inc()
 	}
-	m.groupSize.Observe(float64(group))
 	m.latency.Observe(took.Seconds())
 	if t := s.Timings; t.Render > 0 {
 		m.steps.WithLabelValues("render").Observe(t.Render.Seconds())
@@ -83,4 +83,17 @@ func (m *metrics) observe(s reconciler.Summary, group int, took time.Duration) {
 			m.steps.WithLabelValues("push").Observe(t.Push.Seconds())
 		}
 	}
+}
+
+// observeGroup records what one group cost.
+func (m *metrics) observeGroup(g reconciler.GroupStats) {
+	m.groupSize.Observe(float64(g.Events))
+	m.pushes.Add(float64(g.Pushes))
+	m.pushRetries.Add(float64(g.Retries))
+}
+
+// refused records an event the API refused before it reached the queue. operation and
+// outcome come from a fixed set (httpapi), so the labels stay bounded.
+func (m *metrics) refused(operation, outcome string) {
+	m.events.WithLabelValues(operation, outcome).Inc()
 }

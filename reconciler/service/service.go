@@ -40,6 +40,14 @@ type Options struct {
 	// MaxGroup and MaxWait bound a group commit.
 	MaxGroup int
 	MaxWait  time.Duration
+	// ShutdownDelay is how long the service keeps its listeners open once ctx ends, new
+	// events answered 503 and /readyz failing meanwhile: time for Kubernetes to take the
+	// endpoint out of its Service, so clients see a 503 they retry rather than a refused
+	// connection. Then the events in flight get up to ShutdownTimeout to finish.
+	ShutdownDelay time.Duration
+	// ReadyInterval is how often the Git remote is checked for /readyz when no push showed
+	// it reachable meanwhile (default 5s).
+	ReadyInterval time.Duration
 	// Status reads the management cluster; Kustomization names the Flux Kustomization
 	// that applies the repository. Without Status, status answers 503.
 	Status        status.Source
@@ -73,10 +81,15 @@ type Options struct {
 	Ready chan<- string
 }
 
+// ShutdownTimeout bounds how long the events in flight may take once the listeners close;
+// a Pod's terminationGracePeriodSeconds must exceed ShutdownDelay plus this.
+const ShutdownTimeout = 30 * time.Second
+
 // Service is a running magnum-gitops service.
 type Service struct {
 	o        Options
 	m        *metrics
+	git      gitReady
 	queue    *reconciler.Queue
 	clusters *reconciler.Clusters
 	ledger   *reconciler.Ledger
@@ -100,8 +113,9 @@ func (s *Service) includes(applied, commit string) bool {
 	return err == nil && ok
 }
 
-// Run starts the service and blocks until ctx ends; then new events get 503, the events in
-// flight finish, and Run returns.
+// Run starts the service and blocks until ctx ends; then new events get 503 and /readyz
+// fails for ShutdownDelay while the listeners stay open, the events in flight finish, and
+// Run returns.
 func Run(ctx context.Context, o Options) error {
 	s, err := newService(o)
 	if err != nil {
@@ -132,6 +146,9 @@ func newService(o Options) (*Service, error) {
 	if o.DeleteInterval <= 0 {
 		o.DeleteInterval = 10 * time.Second
 	}
+	if o.ReadyInterval <= 0 {
+		o.ReadyInterval = 5 * time.Second
+	}
 	s := &Service{o: o, m: newMetrics(o.Registry), ledger: reconciler.NewLedger(), removed: map[string]removal{}}
 	if o.ReconcileRequest.Enabled() {
 		if o.Kube == nil {
@@ -148,6 +165,7 @@ func (s *Service) run(ctx context.Context) error {
 	if err := o.Sink.Repo.Fetch(ctx); err != nil {
 		return fmt.Errorf("git: %w", err)
 	}
+	s.git.answered(start)
 	clusters, bad, err := reconciler.LoadClusters(o.Sink.Repo, o.Pipeline.Config, start)
 	if err != nil {
 		return fmt.Errorf("reading the clusters in git: %w", err)
@@ -163,14 +181,14 @@ func (s *Service) run(ctx context.Context) error {
 	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
 
 	s.queue = &reconciler.Queue{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
-		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.observe}
+		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.observe, ObserveGroup: s.observeGroup}
 	s.queue.Start()
 	if o.Poller != nil {
 		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.queue.Submit
 	}
 	s.api = &httpapi.Server{Queue: s.queue, Clusters: s.clusters, Tokens: o.Tokens,
 		AcceptClientCerts: o.TLS != nil && o.TLS.ClientAuth >= tls.VerifyClientCertIfGiven,
-		MaxBodyBytes:      o.MaxBodyBytes, Log: o.Log}
+		MaxBodyBytes:      o.MaxBodyBytes, Log: o.Log, Refused: s.m.refused}
 	if o.Status != nil {
 		s.judge = &judge{src: o.Status, clusters: s.clusters, kustomization: o.Kustomization, options: o.StatusOptions,
 			includes: s.includes, ttl: 2 * time.Second}
@@ -194,18 +212,31 @@ func (s *Service) run(ctx context.Context) error {
 	}
 	loopsDone := make(chan struct{})
 	go func() { s.lead(ctx); close(loopsDone) }()
+	checkDone := make(chan struct{})
+	go func() { s.checkGit(ctx); close(checkDone) }()
 
 	<-ctx.Done()
-	o.Log.Info("shutting down: finishing the events in flight")
+	o.Log.Info("shutting down: new events get 503, finishing the events in flight", "delay", o.ShutdownDelay)
 	s.api.Drain()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	for _, srv := range servers {
+		// Clients on a kept-alive connection reconnect, through the Service, to another replica.
+		srv.SetKeepAlivesEnabled(false)
+	}
+	// The listeners stay open while Kubernetes removes the endpoint (/readyz fails now):
+	// closed at once, they would refuse the requests still routed here instead of answering
+	// 503.
+	time.Sleep(o.ShutdownDelay)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	for _, srv := range servers {
-		_ = srv.Shutdown(shutdownCtx)
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			o.Log.Warn("shutting down: requests still open after the timeout", "error", err)
+		}
 	}
 	stopQueue()
 	<-queueDone
 	<-loopsDone
+	<-checkDone
 	return nil
 }
 
@@ -259,15 +290,22 @@ func (s *Service) listen(ctx context.Context) ([]*http.Server, error) {
 	return servers, nil
 }
 
-// readyz: ready when the Git remote answers and the status cache has synced.
+// readyz: ready when the Git remote answers and the status cache has synced; not ready
+// once shutting down, so that Kubernetes stops routing here. It answers from what is
+// known already (the Git check's last result, the judge's snapshot): a probe of this
+// unauthenticated port must not fetch under the repository's lock, stalling commits.
 func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
+	if s.api.Draining() {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
 	var problems []string
-	if err := s.o.Sink.Repo.Fetch(ctx); err != nil {
+	if err := s.git.ready(time.Now(), s.gitStale()); err != nil {
 		problems = append(problems, "git: "+err.Error())
 	}
 	if s.judge != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
 		// The judge's snapshot: probes every few seconds cost no extra listing.
 		if _, err := s.judge.snapshot(ctx); err != nil {
 			problems = append(problems, "management cluster: "+err.Error())
@@ -278,6 +316,102 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
+}
+
+// gitFetchTimeout bounds a readiness fetch.
+const gitFetchTimeout = 10 * time.Second
+
+// gitStale is how long the remote may go without an answer before the service is not
+// ready: a few checks missed, e.g. a fetch stuck behind a push that hangs.
+func (s *Service) gitStale() time.Duration { return 3*s.o.ReadyInterval + gitFetchTimeout }
+
+// checkGit fetches every ReadyInterval, until ctx ends, unless a push showed the remote
+// reachable meanwhile, and records the outcome for /readyz. On every replica: each one's
+// readiness is its own.
+func (s *Service) checkGit(ctx context.Context) {
+	t := time.NewTicker(s.o.ReadyInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if time.Since(s.git.last()) < s.o.ReadyInterval {
+			continue
+		}
+		fctx, cancel := context.WithTimeout(ctx, gitFetchTimeout)
+		at := time.Now()
+		err := s.o.Sink.Repo.Fetch(fctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			if s.git.failed(err) {
+				s.o.Log.Warn("git: the remote does not answer: not ready", "error", err)
+			}
+		default:
+			if s.git.answered(at) {
+				s.o.Log.Info("git: the remote answers again: ready")
+			}
+		}
+	}
+}
+
+// gitReady remembers when the Git remote last answered (a fetch or a push that landed)
+// and the failure of the last fetch since.
+type gitReady struct {
+	mu  sync.Mutex
+	at  time.Time
+	err error
+}
+
+// answered records an answer of the remote at at; it reports whether the last fetch had failed.
+func (g *gitReady) answered(at time.Time) (recovered bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if at.After(g.at) {
+		g.at = at
+	}
+	recovered, g.err = g.err != nil, nil
+	return recovered
+}
+
+// failed records a failed fetch; it reports whether it is the first since an answer, so
+// that an outage is logged once.
+func (g *gitReady) failed(err error) (first bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	first, g.err = g.err == nil, err
+	return first
+}
+
+func (g *gitReady) last() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.at
+}
+
+// ready is nil when the remote answered last and within stale of now.
+func (g *gitReady) ready(now time.Time, stale time.Duration) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.err != nil {
+		return g.err
+	}
+	if d := now.Sub(g.at); d > stale {
+		return fmt.Errorf("no answer from the remote for %s", d.Round(time.Second))
+	}
+	return nil
+}
+
+// observeGroup records what a group cost; a push that landed shows the remote reachable.
+func (s *Service) observeGroup(g reconciler.GroupStats) {
+	s.m.observeGroup(g)
+	if g.Pushes > 0 && s.git.answered(time.Now()) {
+		s.o.Log.Info("git: the remote answers again: ready")
+	}
 }
 
 // lead runs the background loops while this replica leads.
