@@ -18,20 +18,39 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/status/report"
 )
 
-// magnumAPI is a stand-in for the Magnum API's PATCH /v1/clusters/{uuid}, built from the
-// documented shapes (JSON Patch, microversion header, 202): the real API needs RabbitMQ and
-// a conductor. It records every patch.
+// magnumAPI is a stand-in for the Magnum API's GET and PATCH /v1/clusters/{uuid}, built
+// from the documented shapes (JSON Patch, microversion header, 202; the cluster's
+// health_status, health_status_reason and node_count): the real API needs RabbitMQ and a
+// conductor. It records every patch and keeps what the patches wrote, for GET.
 type magnumAPI struct {
 	t       *testing.T
 	mu      sync.Mutex
 	patches [][]map[string]any
+	gets    int
+	state   map[string]map[string]any // uuid → the fields patched so far
 }
 
 func (m *magnumAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPatch || !strings.HasPrefix(r.URL.Path, "/v1/clusters/") ||
+	uuid, ok := strings.CutPrefix(r.URL.Path, "/v1/clusters/")
+	if !ok || (r.Method != http.MethodPatch && r.Method != http.MethodGet) ||
 		r.Header.Get("OpenStack-API-Version") != "container-infra 1.10" || r.Header.Get("X-Auth-Token") != "magnum-token" {
 		m.t.Errorf("unexpected request %s %s %v", r.Method, r.URL.Path, r.Header)
 		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.state == nil {
+		m.state = map[string]map[string]any{}
+	}
+	if r.Method == http.MethodGet {
+		m.gets++
+		c := map[string]any{"uuid": uuid, "name": "prod-a", "status": "CREATE_COMPLETE", "node_count": 3, "master_count": 3}
+		for k, v := range m.state[uuid] {
+			c[k] = v
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(c)
 		return
 	}
 	b, _ := io.ReadAll(r.Body)
@@ -39,11 +58,15 @@ func (m *magnumAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := json.Unmarshal(b, &patch); err != nil {
 		m.t.Errorf("not a JSON patch: %s", b)
 	}
-	m.mu.Lock()
 	m.patches = append(m.patches, patch)
-	m.mu.Unlock()
+	if m.state[uuid] == nil {
+		m.state[uuid] = map[string]any{}
+	}
+	for _, op := range patch {
+		m.state[uuid][strings.TrimPrefix(op["path"].(string), "/")] = op["value"]
+	}
 	w.WriteHeader(http.StatusAccepted)
-	_, _ = w.Write([]byte(`{"uuid":"` + strings.TrimPrefix(r.URL.Path, "/v1/clusters/") + `"}`))
+	_, _ = w.Write([]byte(`{"uuid":"` + uuid + `"}`))
 }
 
 func (m *magnumAPI) count() int {
@@ -148,5 +171,34 @@ func TestHealthReportedToMagnum(t *testing.T) {
 	waitFor(reported + 1)
 	if !api.last("UNHEALTHY") {
 		t.Errorf("after the control plane went: %v", api.patches)
+	}
+
+	// Another process leads (a restart, a failover): it reads what Magnum holds once per
+	// cluster instead of writing every cluster again.
+	reported = api.count()
+	api.mu.Lock()
+	gets := api.gets
+	api.mu.Unlock()
+	h.restart(func(o *service.Options) {
+		o.Reporter, o.HealthInterval = &report.MagnumReporter{Client: client}, 100*time.Millisecond
+	})
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		api.mu.Lock()
+		n := api.gets
+		api.mu.Unlock()
+		if n > gets {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new leader did not read Magnum's health")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // many intervals
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if n := len(api.patches); n != reported || api.gets != gets+1 {
+		t.Errorf("after the restart: %d more reports and %d reads of Magnum, want none and 1: %v", n-reported, api.gets-gets, api.patches[reported:])
 	}
 }

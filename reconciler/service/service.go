@@ -428,6 +428,8 @@ func (s *Service) lead(ctx context.Context) {
 				continue
 			}
 		}
+		// What Magnum holds may have changed while another replica led.
+		s.knownHealth.Clear()
 		s.m.leader.Set(1)
 		s.o.Log.Info("leading: running the delete, health and resync loops")
 		s.loops(lctx)
@@ -482,8 +484,14 @@ func (s *Service) health(ctx context.Context) {
 		if rec.Event.Operation == v1alpha1.DeleteCluster {
 			continue
 		}
+		known, err := s.known(ctx, rec.Event.Cluster.UUID)
+		if err != nil {
+			s.m.health.WithLabelValues("error").Inc()
+			s.o.Log.Warn("reading the cluster's health in Magnum", "cluster", rec.Event.Cluster.UUID, "error", err)
+			continue
+		}
 		rep := s.judge.evaluate(ctx, rec)
-		sent, err := s.o.Reporter.Report(ctx, rep, s.known(rec.Event.Cluster.UUID))
+		sent, err := s.o.Reporter.Report(ctx, rep, known)
 		switch {
 		case err != nil:
 			s.m.health.WithLabelValues("error").Inc()
@@ -497,10 +505,18 @@ func (s *Service) health(ctx context.Context) {
 	}
 }
 
-func (s *Service) known(uuid string) report.Known {
-	k, _ := s.knownHealth.Load(uuid)
-	kk, _ := k.(report.Known)
-	return kk
+// known is what Magnum holds for a cluster: what this leader last wrote, or, the first
+// time, what Magnum answers, so that a new leader writes only what differs.
+func (s *Service) known(ctx context.Context, uuid string) (report.Known, error) {
+	if k, ok := s.knownHealth.Load(uuid); ok {
+		return k.(report.Known), nil
+	}
+	k, err := s.o.Reporter.Known(ctx, uuid)
+	if err != nil {
+		return report.Known{}, err
+	}
+	s.knownHealth.Store(uuid, k)
+	return k, nil
 }
 
 func (s *Service) remember(uuid string, r status.Report) {
