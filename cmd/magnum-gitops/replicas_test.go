@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -90,10 +91,33 @@ func TestTwoReplicas(t *testing.T) {
 	if leader == a {
 		follower = b
 	}
-	// Both replicas accept events.
+	// Both replicas accept events, and each learns the other's: GET answers on both.
+	revisions := map[int]string{}
 	for i, p := range []*serveProcess{leader, follower} {
-		if _, ok := postEventToken(p.addr, resizeEvent(t, i, 3), "kill9-token"); !ok {
+		rev, ok := postEventToken(p.addr, resizeEvent(t, i, 3), "kill9-token")
+		if !ok {
 			t.Errorf("replica %d refused an event", i)
+		}
+		revisions[i] = rev
+	}
+	for i, p := range []*serveProcess{leader, follower} {
+		other := 1 - i
+		uuid := fmt.Sprintf("3e9b7c52-1d4a-4f8e-9b6c-%012d", other)
+		deadline := time.Now().Add(30 * time.Second) // the replicas read new commits every 5 s
+		for {
+			code, body := getToken(t, p.addr, "/v1/clusters/"+uuid, "kill9-token")
+			var c struct {
+				EventID  string `json:"event_id"`
+				Revision string `json:"revision"`
+			}
+			_ = json.Unmarshal([]byte(body), &c)
+			if code == http.StatusOK && c.EventID == fmt.Sprintf("evt-%02d-03", other) && c.Revision == revisions[other] && c.Revision != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d does not know the cluster the other replica committed: %d %s", i, code, body)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	_ = leader.cmd.Process.Signal(syscall.SIGKILL)
@@ -102,4 +126,18 @@ func TestTwoReplicas(t *testing.T) {
 		t.Fatal("the follower did not take over")
 	}
 	git.Fsck("clusters.git")
+}
+
+// getToken GETs a path of a replica's API.
+func getToken(t *testing.T, addr, path, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

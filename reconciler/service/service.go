@@ -46,7 +46,7 @@ type Options struct {
 	// connection. Then the events in flight get up to ShutdownTimeout to finish.
 	ShutdownDelay time.Duration
 	// ReadyInterval is how often the Git remote is checked for /readyz when no push showed
-	// it reachable meanwhile (default 5s).
+	// it reachable meanwhile, and how soon a replica learns the others' commits (default 5s).
 	ReadyInterval time.Duration
 	// Status reads the management cluster; Kustomization names the Flux Kustomization
 	// that applies the repository. Without Status, status answers 503.
@@ -93,6 +93,8 @@ type Service struct {
 	queue    *reconciler.Queue
 	clusters *reconciler.Clusters
 	ledger   *reconciler.Ledger
+	// follower reads the commits of the other replicas into clusters and ledger.
+	follower *reconciler.Follower
 	judge    *judge
 	api      *httpapi.Server
 	// requester asks Flux to fetch after each push; nil when not configured.
@@ -178,6 +180,10 @@ func (s *Service) run(ctx context.Context) error {
 		return fmt.Errorf("reading the event ids in git: %w", err)
 	}
 	s.clusters.FillRevisions(s.ledger)
+	s.follower = &reconciler.Follower{Repo: o.Sink.Repo, Config: o.Pipeline.Config, Clusters: s.clusters, Ledger: s.ledger}
+	if head, err := o.Sink.Repo.Head(); err == nil {
+		s.follower.Mark(head.String())
+	}
 	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
 
 	s.queue = &reconciler.Queue{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
@@ -326,8 +332,8 @@ const gitFetchTimeout = 10 * time.Second
 func (s *Service) gitStale() time.Duration { return 3*s.o.ReadyInterval + gitFetchTimeout }
 
 // checkGit fetches every ReadyInterval, until ctx ends, unless a push showed the remote
-// reachable meanwhile, and records the outcome for /readyz. On every replica: each one's
-// readiness is its own.
+// reachable meanwhile, and records the outcome for /readyz; then it reads the commits it
+// did not make (catchUp). On every replica: each one's readiness and index are its own.
 func (s *Service) checkGit(ctx context.Context) {
 	t := time.NewTicker(s.o.ReadyInterval)
 	defer t.Stop()
@@ -338,6 +344,7 @@ func (s *Service) checkGit(ctx context.Context) {
 		case <-t.C:
 		}
 		if time.Since(s.git.last()) < s.o.ReadyInterval {
+			s.catchUp(ctx) // a push that had to fetch may have brought others' commits
 			continue
 		}
 		fctx, cancel := context.WithTimeout(ctx, gitFetchTimeout)
@@ -355,7 +362,18 @@ func (s *Service) checkGit(ctx context.Context) {
 			if s.git.answered(at) {
 				s.o.Log.Info("git: the remote answers again: ready")
 			}
+			s.catchUp(ctx)
 		}
+	}
+}
+
+// catchUp reads what the other replicas (and people) committed: this replica then knows
+// their clusters (GET, status, and as leader their deletes and health) and their event ids.
+func (s *Service) catchUp(ctx context.Context) {
+	if n, err := s.follower.CatchUp(ctx); err != nil {
+		s.o.Log.Warn("git: reading new commits", "error", err)
+	} else if n > 0 {
+		s.o.Log.Debug("git: read new commits", "commits", n)
 	}
 }
 
