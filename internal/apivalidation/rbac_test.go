@@ -1,0 +1,105 @@
+package apivalidation
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+)
+
+// TestDeployRBAC applies deploy/service/rbac.yaml and acts as its service account: it may
+// delete a Magnum cluster's Secret, but not another Secret (the admission policy), nor read
+// any (RBAC); it may hold its Lease, in its own namespace only.
+func TestDeployRBAC(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	for _, ns := range []string{"magnum-gitops", "flux-system", "magnum-rbac-test"} {
+		if err := env.EnsureNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fh, err := os.Open(filepath.Join(testenv.RepoRoot(), "deploy", "service", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := chartrender.Parse(fh)
+	fh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := apply(ctx, o); err != nil {
+			t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:magnum-gitops:magnum-gitops",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:magnum-gitops", "system:authenticated"}}
+	sa, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := func(ns, name string, labels map[string]string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
+		if err := env.Client.Create(ctx, s); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+
+	// The policy is enforced once the API server has loaded it: until then a delete of the
+	// foreign Secret goes through, so it is made again.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := sa.Delete(ctx, secret("flux-system", "sops-age", nil))
+		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the service account deleted a Secret that is not a Magnum cluster's: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "sops-age"}, &corev1.Secret{}); err != nil {
+		t.Errorf("the foreign Secret is gone: %v", err)
+	}
+	own := secret("magnum-rbac-test", "k1-ca", map[string]string{magnum.LabelClusterUUID: "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03"})
+	if err := sa.Delete(ctx, own); err != nil {
+		t.Errorf("deleting a Magnum cluster's Secret: %v", err)
+	}
+	if err := sa.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "sops-age"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reading a Secret: %v, want forbidden", err)
+	}
+	if err := sa.List(ctx, &corev1.SecretList{}, client.InNamespace("magnum-rbac-test")); !apierrors.IsForbidden(err) {
+		t.Errorf("listing Secrets: %v, want forbidden", err)
+	}
+	if err := sa.List(ctx, &corev1.ConfigMapList{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing ConfigMaps: %v, want forbidden", err)
+	}
+	lease := func(ns string) error {
+		l := &unstructured.Unstructured{}
+		l.SetAPIVersion("coordination.k8s.io/v1")
+		l.SetKind("Lease")
+		l.SetNamespace(ns)
+		l.SetName("magnum-gitops-rbac-test")
+		return sa.Create(ctx, l)
+	}
+	if err := lease("magnum-gitops"); client.IgnoreAlreadyExists(err) != nil {
+		t.Errorf("holding its Lease: %v", err)
+	}
+	if err := lease("flux-system"); !apierrors.IsForbidden(err) {
+		t.Errorf("a Lease in another namespace: %v, want forbidden", err)
+	}
+}
