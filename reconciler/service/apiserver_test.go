@@ -86,8 +86,10 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second) // sweeps while the Cluster is being deleted
 	files := func() string { return h.git.Git(h.git.Dir(h.repo), "ls-tree", "-r", "--name-only", "main") }
-	if !strings.Contains(files(), dir+"/secret-ca.sops.yaml") {
+	if f := files(); !strings.Contains(f, dir+"/secret-ca.sops.yaml") {
 		t.Fatal("the Secrets left Git while the Cluster exists")
+	} else if strings.Contains(f, dir+"/helmrelease.yaml") {
+		t.Fatal("the HelmRelease is still in Git after delete_cluster: it goes first")
 	}
 	for _, name := range secretNames {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}); err != nil {
