@@ -82,6 +82,14 @@ class IntegrationTestCase(base.DriverTestCase):
         self.fail("cluster %s is %s (%s), not %s, after %ss; service says %s"
                   % (cluster.uuid, last.status, last.status_reason, status, timeout, says))
 
+    def wait_files(self, done, timeout=30):
+        """Wait until done(the files on the branch) holds."""
+        deadline = time.monotonic() + timeout
+        while not done(self.svc.files()):
+            if time.monotonic() > deadline:
+                self.fail("after %ss the branch holds %s" % (timeout, self.svc.files()))
+            time.sleep(0.5)
+
     def cluster_dir(self, cluster):
         return "clusters/magnum/%s/%s" % (NAMESPACE, cluster.stack_id)
 
@@ -273,19 +281,19 @@ class TestLifecycle(IntegrationTestCase):
         left = {kp.uuid for kp in objects.X509KeyPair.list(self.admin_context())}
         self.assertEqual(set(), set(refs) & left)
 
-        # The service's second phase takes the cluster's directory (and Secrets) out of Git.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if not any(f.startswith(self.cluster_dir(cluster) + "/")
-                       for f in self.svc.files()):
-                break
-            time.sleep(0.5)
+        # The service's second phase: the Secret files leave Git; once Flux has applied
+        # that, the Secrets leave the management cluster and the rest of the directory Git.
+        prefix = self.cluster_dir(cluster) + "/"
+        self.wait_files(lambda files: not any(f.startswith(prefix + "secret-") for f in files))
+        self.assertIn(prefix + "magnum-cluster.yaml", self.svc.files())
+        self.svc.set_objects([svc_mod.kustomization(self.svc.head())])  # Flux applied it
+        self.wait_files(lambda files: not any(f.startswith(prefix) for f in files))
         commits = self.svc.commits()
-        self.assertEqual(8, len(commits), [c["subject"] for c in commits])
-        self.assertEqual("delete_cluster_secrets", commits[-1]["trailers"]["Magnum-Operation"])
+        self.assertEqual(9, len(commits), [c["subject"] for c in commits])
         self.assertEqual(
             ["create_cluster", "resize_cluster", "create_nodegroup", "update_nodegroup",
-             "upgrade_cluster", "delete_nodegroup", "delete_cluster", "delete_cluster_secrets"],
+             "upgrade_cluster", "delete_nodegroup", "delete_cluster", "delete_cluster_secrets",
+             "delete_cluster_complete"],
             [c["trailers"]["Magnum-Operation"] for c in commits])
         self.svc.git("fsck", "--strict")
         self.assertNoSecretsAnywhere()
