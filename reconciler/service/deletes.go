@@ -73,10 +73,12 @@ func (s *Service) finishDelete(ctx context.Context, rec reconciler.ClusterRecord
 			return fmt.Errorf("removing its Secret files from git: %w", err)
 		}
 		s.o.Log.Info("deleted cluster's Secrets removed from git", "cluster", uuid, "stack_id", rec.StackID, "commit", commit)
-		s.requester.request(rec.Namespace, nil)
-		s.mu.Lock()
-		s.removed[uuid] = removal{rec: rec, secrets: secrets, commit: commit}
-		s.mu.Unlock()
+		if commit != "" { // else someone else's commit did it: the history says which
+			s.requester.request(rec.Namespace, nil)
+			s.mu.Lock()
+			s.removed[uuid] = removal{rec: rec, secrets: secrets, commit: commit}
+			s.mu.Unlock()
+		}
 		return nil // Flux has not applied it yet
 	case !known:
 		commit, secrets, err := reconciler.SecretsRemoval(ctx, s.o.Sink.Repo, rec)
