@@ -3,6 +3,7 @@ package generator
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -232,9 +233,21 @@ func (c *Config) Validate() error {
 	if ch.HelmChartRepo == "" && !strings.HasPrefix(ch.HelmChartName, "oci://") {
 		p.add("magnum.capi_helm.helm_chart_repo", "must be set unless helm_chart_name is an oci:// reference")
 	}
-	if ch.HelmChartRepo != "" && !strings.HasPrefix(ch.HelmChartRepo, "https://") &&
-		!strings.HasPrefix(ch.HelmChartRepo, "http://") {
-		p.add("magnum.capi_helm.helm_chart_repo", "must be an http(s) URL, got %q", ch.HelmChartRepo)
+	// Chart locations land in Git in clear (and in the source's name): never quote them,
+	// refuse credentials, which belong in the source's secretRef.
+	if ch.HelmChartRepo != "" {
+		u, err := url.Parse(ch.HelmChartRepo)
+		switch {
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+			p.add("magnum.capi_helm.helm_chart_repo", "must be an http(s) URL")
+		case URLCarriesCredentials(u):
+			p.add("magnum.capi_helm.helm_chart_repo", "must not carry a user, password, token or query")
+		}
+	}
+	if strings.HasPrefix(ch.HelmChartName, "oci://") {
+		if u, err := url.Parse(ch.HelmChartName); err != nil || URLCarriesCredentials(u) {
+			p.add("magnum.capi_helm.helm_chart_name", "must be an oci:// reference without a user, password, token or query")
+		}
 	}
 	if ch.MinimumFlavorRAM < 0 {
 		p.add("magnum.capi_helm.minimum_flavor_ram", "must not be negative")

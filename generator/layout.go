@@ -116,8 +116,8 @@ func (f *FluxConfig) validateLayout(p *problems, format string) {
 	switch {
 	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "ssh"):
 		p.add("flux.git.url", "must be the repository as source-controller fetches it (an https://, http:// or ssh:// URL)")
-	case hasPassword(u):
-		p.add("flux.git.url", "must not carry a password or token: name the Secret that holds it in flux.git.secret_ref")
+	case URLCarriesCredentials(u):
+		p.add("flux.git.url", "must not carry a user, password, token or query: name the Secret that holds the credentials in flux.git.secret_ref")
 	}
 	if f.Git.Branch == "" || strings.ContainsAny(f.Git.Branch, " ~^:?*[\\") {
 		p.add("flux.git.branch", "must be a branch name, got %q", f.Git.Branch)
@@ -133,7 +133,13 @@ func (f *FluxConfig) validateLayout(p *problems, format string) {
 	}
 }
 
-func hasPassword(u *url.URL) bool {
-	_, ok := u.User.Password()
-	return ok
+// URLCarriesCredentials reports whether a URL holds what may be a secret: a password, a
+// user name over http(s) (https://TOKEN@host is how GitHub and GitLab tokens are often
+// written), or a query (?access_token=…). Such a URL would reach Git in clear, and logs
+// and errors. ssh://git@host keeps its user: it names the account, and the key is a file.
+func URLCarriesCredentials(u *url.URL) bool {
+	if _, ok := u.User.Password(); ok || u.RawQuery != "" {
+		return true
+	}
+	return u.User != nil && u.Scheme != "ssh"
 }

@@ -25,7 +25,8 @@ var deprecatedLabelOptions = []string{"csi_cinder_availability_zone", "csi_cinde
 func ParseMagnumConf(data []byte, c *MagnumConfig) error {
 	f, err := ini.LoadSources(ini.LoadOptions{AllowPythonMultilineValues: true, SpaceBeforeInlineComment: true}, data)
 	if err != nil {
-		return &v1alpha1.FieldError{Field: "magnum.conf", Message: err.Error()}
+		// The parser quotes the offending line, which may be a password line: say where.
+		return &v1alpha1.FieldError{Field: "magnum.conf", Message: iniProblem(data)}
 	}
 	var p problems
 	sections := map[string]any{
@@ -111,4 +112,23 @@ func setValue(f reflect.Value, s string) error {
 		return fmt.Errorf("unsupported option type %s", f.Type())
 	}
 	return nil
+}
+
+// iniProblem says where an INI file stops parsing, without quoting it: the first line that
+// is neither blank, a comment, a section header, a continuation nor key = value.
+func iniProblem(data []byte) string {
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "", strings.HasPrefix(t, "#"), strings.HasPrefix(t, ";"),
+			line[0] == ' ' || line[0] == '\t': // a continuation of the value above
+		case strings.HasPrefix(t, "["):
+			if !strings.HasSuffix(t, "]") {
+				return fmt.Sprintf("line %d: a section header must end with ']' (the line is not quoted: magnum.conf holds passwords)", i+1)
+			}
+		case !strings.ContainsAny(t, "=:"):
+			return fmt.Sprintf("line %d: no '=' or ':' (the line is not quoted: magnum.conf holds passwords)", i+1)
+		}
+	}
+	return "not a valid INI file (no line is quoted: magnum.conf holds passwords)"
 }

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
@@ -78,7 +79,8 @@ func readSecretFile(field, path string) (string, error) {
 	return s, nil
 }
 
-// checkGitURL refuses a repository URL that carries a password or token: credentials come
+// checkGitURL refuses a repository URL that carries a user, password or token (see
+// generator.URLCarriesCredentials): credentials come
 // from files (git.auth), never from the configuration, where they would reach logs, error
 // messages and the on-disk cache's config. No error quotes the URL.
 func checkGitURL(raw string) error {
@@ -89,8 +91,8 @@ func checkGitURL(raw string) error {
 	if err != nil {
 		return &v1alpha1.FieldError{Field: "git.url", Message: "not a valid URL"}
 	}
-	if _, hasPassword := u.User.Password(); hasPassword {
-		return &v1alpha1.FieldError{Field: "git.url", Message: "must not carry a password or token: use git.auth.password_file or git.auth.token_file"}
+	if generator.URLCarriesCredentials(u) {
+		return &v1alpha1.FieldError{Field: "git.url", Message: "must not carry a user, password, token or query: use git.auth.username and git.auth.password_file or git.auth.token_file"}
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ func TestHostileInput(t *testing.T) {
 		return p
 	}
 	empty := write("empty-token", "\n")
+	badConf := write("magnum.conf", "[capi_helm]\ndefault_helm_chart_version = 0.27.0\n[keystone_authtoken]\npassword hunter2-SECRET\n")
 	event, err := os.ReadFile("../../fixtures/events/02-prod-a-resize-workers.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +48,12 @@ func TestHostileInput(t *testing.T) {
 		{"deep document", base, "apiVersion: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n", "(document)"},
 		{"header injection in the author email", strings.Replace(base, "email: m@example.org", `email: "m@example.org>\ncommitter x <y"`, 1), string(event), "git.author.email"},
 		{"password in git.url", strings.Replace(base, "http://", "http://ops:hunter2-SECRET@", 1), string(event), "git.url"},
+		{"token as the user of git.url", strings.Replace(base, "http://", "http://hunter2-SECRET@", 1), string(event), "git.url"},
+		{"token in the query of git.url", strings.Replace(base, "url: "+url, "url: "+url+"?access_token=hunter2-SECRET", 1), string(event), "git.url"},
+		{"credentials in the chart repository", base + "magnum: {capi_helm: {helm_chart_repo: \"https://robot:hunter2-SECRET@charts.example.org/\"}}\n", string(event), "magnum.capi_helm.helm_chart_repo"},
+		{"a chart repository that is not a URL", base + "magnum: {capi_helm: {helm_chart_repo: \"hunter2-SECRET\"}}\n", string(event), "magnum.capi_helm.helm_chart_repo"},
+		{"an oci chart with credentials", base + "magnum: {capi_helm: {helm_chart_name: \"oci://robot:hunter2-SECRET@registry.example.org/charts/openstack-cluster\"}}\n", string(event), "magnum.capi_helm.helm_chart_name"},
+		{"a password line without '=' in magnum.conf", base + "magnum_conf: " + badConf + "\n", string(event), "line 4"},
 		{"empty token file", base + "  auth: {token_file: " + empty + "}\n", string(event), "git.auth.token_file"},
 		{"duplicate key in the config", base + "git:\n  url: x\n", string(event), "(document)"},
 		{"unknown config key", base + "serve: {listn: x}\n", string(event), "listn"},
