@@ -48,7 +48,9 @@ Offline, --objects reads the objects from a multi-document YAML file instead of 
 server.`,
 		Example: `  magnum-gitops status --kubeconfig mgmt.kubeconfig -o tree
   magnum-gitops status --objects objects.yaml --magnum event.yaml -o json`,
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), cmd.OutOrStdout(), args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), args)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "management cluster kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
@@ -65,7 +67,7 @@ server.`,
 	return cmd
 }
 
-func (o *statusOptions) run(ctx context.Context, w io.Writer, filter []string) error {
+func (o *statusOptions) run(ctx context.Context, stdin io.Reader, w io.Writer, filter []string) error {
 	if o.output != "table" && o.output != "json" && o.output != "tree" {
 		return fmt.Errorf("--output: unknown format %q (table, json, tree)", o.output)
 	}
@@ -80,7 +82,7 @@ func (o *statusOptions) run(ctx context.Context, w io.Writer, filter []string) e
 	opts := status.DefaultOptions(time.Now())
 	opts.UpdateTimeout, opts.DeleteTimeout, opts.MachineFailureDeadline = o.updateTimeout, o.deleteTimeout, o.machineDeadline
 	for _, f := range o.magnumFiles {
-		ev, err := decodeInput(nil, f)
+		ev, err := decodeInput(stdin, f)
 		if err != nil {
 			return err
 		}

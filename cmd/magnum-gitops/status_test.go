@@ -45,6 +45,14 @@ func TestStatusOffline(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
+	// The event from standard input gives the same report.
+	piped, err := os.ReadFile(event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromStdin, _, err := run(t, string(piped), "status", "--objects", objects, "--magnum", "-", "-o", "json"); err != nil || fromStdin != out {
+		t.Errorf("--magnum -: %v\n%s\nwant:\n%s", err, fromStdin, out)
+	}
 	for k, want := range map[string]any{"status": "CREATE_COMPLETE", "status_reason": "", "api_address": "https://203.0.113.10:6443",
 		"coe_version": "v1.33.7", "node_count": 3.0, "health_status": "HEALTHY"} {
 		if rep[k] != want {
