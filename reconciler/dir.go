@@ -33,6 +33,16 @@ func (s *DirSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 	if err != nil {
 		return nil, err
 	}
+	// Plan first, against what is there: a refused plan must not leave a new directory.
+	tree, done, err := s.Tree()
+	if err != nil {
+		return nil, stepError("read", err)
+	}
+	pl, err := p.Plan(ev, res, tree)
+	done()
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(s.Root, 0o755); err != nil {
 		return nil, stepError("write", err)
 	}
@@ -41,10 +51,6 @@ func (s *DirSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 		return nil, stepError("write", err)
 	}
 	defer root.Close()
-	pl, err := p.Plan(ev, res, dirTree{root})
-	if err != nil {
-		return nil, err
-	}
 	return &Outcome{Plan: pl}, stepError("write", writePlan(root, pl))
 }
 

@@ -102,3 +102,19 @@ func TestNoChartDowngrade(t *testing.T) {
 		t.Errorf("upgrade_cluster onto an older chart: %v, want a refusal", err)
 	}
 }
+
+// TestDirSinkRefusalWritesNothing: a plan refused (Secrets with no way to encrypt them)
+// leaves no directory behind, not even the one it would have created.
+func TestDirSinkRefusalWritesNothing(t *testing.T) {
+	t.Parallel()
+	cfg := generator.DefaultConfig()
+	p := &reconciler.Pipeline{Config: &cfg} // neither recipients nor plaintext allowed
+	root := filepath.Join(t.TempDir(), "out", "sub")
+	sink := &reconciler.DirSink{Root: root}
+	if _, err := sink.Apply(context.Background(), p, event(t, "01-prod-a-create.yaml")); err == nil {
+		t.Fatal("plaintext Secrets written without --insecure-plaintext-secrets")
+	}
+	if _, err := os.Stat(filepath.Dir(root)); !os.IsNotExist(err) {
+		t.Errorf("a refused render left %s behind (%v)", filepath.Dir(root), err)
+	}
+}
