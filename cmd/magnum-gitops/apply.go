@@ -20,7 +20,7 @@ force; an event that changes nothing makes no commit. In review mode
 (git.review.branch_template) the commit goes to its own branch, and a pull request
 is opened when a forge is configured.`,
 		Example: `  magnum-gitops apply -f event.yaml --config /etc/magnum-gitops/config.yaml`,
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runApply(cmd, filename, configFile, insecurePlaintext)
 		},

@@ -36,7 +36,7 @@ func loadConfig(path string) (*fileConfig, error) {
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("reading config: %w", err)
+			return nil, configError(fmt.Errorf("--config: %w", err))
 		}
 		if err := decodeStrict(data, &cfg); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
@@ -45,7 +45,7 @@ func loadConfig(path string) (*fileConfig, error) {
 			// Defaults, then magnum.conf, then this file's own magnum section.
 			ini, err := os.ReadFile(cfg.MagnumConf)
 			if err != nil {
-				return nil, fmt.Errorf("magnum_conf: %w", err)
+				return nil, configError(fmt.Errorf("magnum_conf: %w", err))
 			}
 			cfg = fileConfig{Config: generator.DefaultConfig()}
 			if err := generator.ParseMagnumConf(ini, &cfg.Magnum); err != nil {
@@ -75,7 +75,7 @@ func loadConfig(path string) (*fileConfig, error) {
 		return nil, fmt.Errorf("config %s: %w", path, &v1alpha1.FieldError{Field: "flux.path", Message: err.Error()})
 	}
 	if err := cfg.Openstack.validate(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, configError(fmt.Errorf("config %s: %w", path, err))
 	}
 	return &cfg, nil
 }

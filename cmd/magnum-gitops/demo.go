@@ -35,7 +35,7 @@ func newDemoCommand() *cobra.Command {
 and commit each as one commit to a local bare Git repository, the way the service does.
 Secrets are encrypted with SOPS to an age key made for the demo. Prints the log with
 the files each commit changed, and the final tree. Runs offline.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				d, err := os.MkdirTemp("", "magnum-gitops-demo-")

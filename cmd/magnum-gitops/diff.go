@@ -32,7 +32,7 @@ Exit status: 0 when the repository already holds the event, 1 when it would chan
 2 when the event or the configuration is invalid.`,
 		Example: `  magnum-gitops diff -f event.yaml --config /etc/magnum-gitops/config.yaml
   magnum-gitops diff -f event.yaml --dir ./repo`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
 		},

@@ -126,11 +126,11 @@ func (g *gitConfig) options() (gitrepo.Options, error) {
 	if g.SigningKeyFile != "" {
 		b, err := os.ReadFile(g.SigningKeyFile)
 		if err != nil {
-			return o, fmt.Errorf("git.signing_key_file: %w", err)
+			return o, configError(fmt.Errorf("git.signing_key_file: %w", err))
 		}
 		keys, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(b))
 		if err != nil || len(keys) == 0 || keys[0].PrivateKey == nil {
-			return o, errors.New("git.signing_key_file: not an armored OpenPGP private key")
+			return o, configError(errors.New("git.signing_key_file: not an armored OpenPGP private key"))
 		}
 		o.SigningKey = keys[0]
 	}

@@ -33,6 +33,9 @@ func exitCode(stderr io.Writer, err error) int {
 	return 1
 }
 
+// noArgs is cobra.NoArgs whose refusal is bad input (exit 2).
+func noArgs(cmd *cobra.Command, args []string) error { return configError(cobra.NoArgs(cmd, args)) }
+
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "magnum-gitops",
@@ -44,6 +47,8 @@ the Cluster API management cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// A bad flag or argument is bad input (exit 2), as a bad event or configuration is.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return configError(err) })
 	root.AddCommand(newRenderCommand(), newApplyCommand(), newDiffCommand(), newServeCommand(), newResyncCommand(), newStatusCommand(), newDemoCommand())
 	return root
 }

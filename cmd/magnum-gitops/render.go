@@ -46,7 +46,7 @@ is given.`,
 		Example: `  magnum-gitops render -f fixtures/events/create-basic.yaml -o values
   magnum-gitops render -f event.yaml --config magnum-gitops.yaml --out-dir ./repo
   cat event.json | magnum-gitops render -f - -o json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -67,7 +67,7 @@ func (o *renderOptions) run(ctx context.Context, stdin io.Reader, stdout, stderr
 	switch o.output {
 	case "yaml", "values", "json":
 	default:
-		return fmt.Errorf("--output: unknown format %q (yaml, values, json)", o.output)
+		return configError(fmt.Errorf("--output: unknown format %q (yaml, values, json)", o.output))
 	}
 	file, err := loadConfig(o.configFile)
 	if err != nil {

@@ -19,7 +19,7 @@ beside its manifests (magnum-cluster.yaml), and commit one reviewable change per
 whose output differs: what upgrading magnum-gitops changes. Unchanged clusters make no
 commit; Secrets are never re-encrypted. With --dry-run, print the diff instead.`,
 		Example: `  magnum-gitops resync --config /etc/magnum-gitops/config.yaml --dry-run`,
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runResync(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), configFile, dryRun)
 		},

@@ -56,7 +56,7 @@ reporting to Magnum and resync. SIGTERM drains: new events get 503 and /readyz f
 --shutdown-delay while the listeners stay open, then those in flight finish (up to 30s).`,
 		Example: `  magnum-gitops serve --config /etc/magnum-gitops/config.yaml
   magnum-gitops serve --config config.yaml --objects objects.yaml --log-format json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -87,7 +87,7 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	case "json":
 		h = slog.NewJSONHandler(stderr, nil)
 	default:
-		return fmt.Errorf("--log-format: unknown format %q (text, json)", o.logFormat)
+		return configError(fmt.Errorf("--log-format: unknown format %q (text, json)", o.logFormat))
 	}
 	log := slog.New(h)
 	file, err := loadConfig(o.configFile)

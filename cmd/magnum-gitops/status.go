@@ -69,7 +69,7 @@ server.`,
 
 func (o *statusOptions) run(ctx context.Context, stdin io.Reader, w io.Writer, filter []string) error {
 	if o.output != "table" && o.output != "json" && o.output != "tree" {
-		return fmt.Errorf("--output: unknown format %q (table, json, tree)", o.output)
+		return configError(fmt.Errorf("--output: unknown format %q (table, json, tree)", o.output))
 	}
 	if ctx == nil {
 		ctx = context.Background()

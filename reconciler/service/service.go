@@ -131,7 +131,7 @@ func newService(o Options) (*Service, error) {
 		return nil, errors.New("service: Pipeline and Sink are required")
 	}
 	if len(o.Tokens) == 0 && (o.TLS == nil || o.TLS.ClientAuth < tls.VerifyClientCertIfGiven) {
-		return nil, errors.New("serve: no way to authenticate clients: set serve.token_files or serve.tls.client_ca_file")
+		return nil, &v1alpha1.FieldError{Field: "serve.token_files", Message: "no way to authenticate clients: set serve.token_files or serve.tls.client_ca_file"}
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadInputExitsTwo: every kind of bad input — a flag, an argument, an output format,
+// a configuration value or a file the configuration names — exits 2 with a message naming
+// it, as README says; nothing else does.
+func TestBadInputExitsTwo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	event := "../../fixtures/events/01-prod-a-create.yaml"
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"unknown flag", []string{"render", "--bogus"}, "--bogus"},
+		{"an argument where none is taken", []string{"render", "-f", event, "extra"}, "extra"},
+		{"unknown render output", []string{"render", "-f", event, "-o", "xml"}, "--output"},
+		{"unknown status output", []string{"status", "--objects", os.DevNull, "-o", "xml"}, "--output"},
+		{"unknown log format", []string{"serve", "--config", write("s.yaml", "serve: {token_files: [x]}\n"), "--log-format", "xml"}, "--log-format"},
+		{"missing config file", []string{"render", "-f", event, "--config", filepath.Join(dir, "absent.yaml")}, "--config"},
+		{"missing magnum_conf", []string{"render", "-f", event, "--config", write("mc.yaml", "magnum_conf: "+filepath.Join(dir, "absent.conf")+"\n")}, "magnum_conf"},
+		{"negative OpenStack timeout", []string{"render", "-f", event, "--config", write("os.yaml", "openstack: {timeout: -1s}\n")}, "openstack.timeout"},
+		{"unknown application credential mode", []string{"render", "-f", event, "--config", write("ac.yaml", "openstack: {poller: {application_credentials: foo}}\n")}, "openstack.poller.application_credentials"},
+		{"missing signing key", []string{"apply", "-f", event, "--insecure-plaintext-secrets", "--config",
+			write("sk.yaml", "git: {url: file:///nonexistent.git, author: {name: a, email: a@example.org}, signing_key_file: "+filepath.Join(dir, "absent.asc")+"}\n")}, "git.signing_key_file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := run(t, "", tc.args...)
+			var stderr bytes.Buffer
+			if code := exitCode(&stderr, err); code != 2 {
+				t.Errorf("exit %d, want 2: %v", code, err)
+			}
+			if !strings.Contains(stderr.String(), tc.says) {
+				t.Errorf("the message does not name %s: %s", tc.says, stderr.String())
+			}
+		})
+	}
+}
