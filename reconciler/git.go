@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"text/template"
@@ -172,9 +173,9 @@ func (s *GitSink) Resync(ctx context.Context, p *Pipeline, pl *Plan) (*Outcome, 
 	res, ev := pl.Result, pl.Event
 	out := &Outcome{}
 	rp := recordPath(p.Config, res)
-	planned, ok := pl.Old[rp] // the record the plan was rendered from
-	if _, changed := pl.Changes[rp]; !changed || !ok {
-		planned = pl.Files.Files[rp]
+	planned := pl.record // the record the plan was rendered from
+	if planned == nil {
+		return nil, &Error{Kind: KindInvalid, Step: "commit", Err: errors.New("resync: a plan not made by ResyncPlans")}
 	}
 	gr, err := s.Repo.ApplyBuilder(ctx, func(base gitrepo.Tree) (gitrepo.Change, error) {
 		// An event committed since the plan was made (here or by another replica) is newer

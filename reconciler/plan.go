@@ -24,6 +24,10 @@ type Plan struct {
 	Old map[string][]byte
 	// Commit is the change for Git: Changes with a message a reviewer understands.
 	Commit gitrepo.Change
+
+	// record is, for a resync, the record it rendered, as read: committing it is right only
+	// while the branch still holds that record.
+	record []byte
 }
 
 // NoOp reports whether the repository already holds what the event asks for.

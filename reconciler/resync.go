@@ -21,6 +21,18 @@ const TrailerResync = "Magnum-Resync"
 // set, is called after each cluster with the count done and the total, by one goroutine
 // at a time (clusters are rendered in parallel).
 func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress func(done, total int)) ([]*Plan, error) {
+	// Every cluster is read from one commit: the branch moves while resync renders (events
+	// land), and a record read at one head with a plan diffed at another would let an old
+	// event pass for the current one.
+	if r, ok := repo.(interface {
+		Snapshot() (*gitrepo.Snapshot, error)
+	}); ok {
+		snap, err := r.Snapshot()
+		if err != nil {
+			return nil, stepError("read", err)
+		}
+		repo = snap
+	}
 	files, err := repo.ListFiles(p.Config.Flux.Path)
 	if err != nil {
 		return nil, stepError("read", err)
@@ -89,6 +101,7 @@ func (p *Pipeline) resyncOne(ctx context.Context, repo FileLister, f string) (*P
 	if err != nil || pl.NoOp() {
 		return nil, err
 	}
+	pl.record = data
 	asResync(pl)
 	return pl, nil
 }
