@@ -94,10 +94,18 @@ func deadline(a v1alpha1.Action, opts Options) time.Duration {
 }
 
 // deleting: DELETE_IN_PROGRESS while the CAPI Cluster exists, DELETE_COMPLETE once it is
-// gone (and Flux has dropped the HelmRelease), which is when Secrets may go.
+// gone (and Flux has dropped the HelmRelease), which is when Secrets may go. Neither
+// before Flux has applied the delete's revision: a create that Flux has not applied yet
+// has no HelmRelease and no Cluster either, and would make them once it is.
 func deleting(v View, o Objects, opts Options, cc conditionCache) (v1alpha1.ClusterStatus, string, bool) {
+	pending := ""
+	if k := o.Kustomization; k != nil && v.Revision != "" {
+		if applied := stringAt(k, "status", "lastAppliedRevision"); applied == "" || !opts.includes(applied, v.Revision) {
+			pending = fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none"))
+		}
+	}
 	if v.Status != v1alpha1.DeleteInProgress {
-		return v.Status, "", o.Cluster == nil && o.HelmRelease == nil
+		return v.Status, "", o.Cluster == nil && o.HelmRelease == nil && pending == ""
 	}
 	var reason string
 	switch {
@@ -112,6 +120,8 @@ func deleting(v View, o Objects, opts Options, cc conditionCache) (v1alpha1.Clus
 		}
 	case o.HelmRelease != nil:
 		reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
+	case pending != "":
+		reason = pending
 	default:
 		return v1alpha1.DeleteComplete, "", true
 	}

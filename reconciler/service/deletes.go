@@ -93,6 +93,11 @@ func (s *Service) finishDelete(ctx context.Context, rec reconciler.ClusterRecord
 	if _, done, _ := s.judge.applied(rm.rec.Namespace, rm.commit); rm.commit != "" && !done {
 		return nil // Flux would put them back
 	}
+	// Asked again just before: a Cluster may have come since the Secret files left Git
+	// (Flux applying a create late), and it needs them until it is gone.
+	if !s.judge.evaluate(ctx, rec).SecretsRemovable {
+		return nil
+	}
 	if err := s.deleteSecrets(ctx, rm); err != nil {
 		return err
 	}
@@ -106,6 +111,9 @@ func (s *Service) finishDelete(ctx context.Context, rec reconciler.ClusterRecord
 		return fmt.Errorf("removing its directory from git: %w", err)
 	}
 	s.forget(uuid)
+	if commit == "" {
+		return nil // another leader finished it; counted there
+	}
 	s.m.deletes.Inc()
 	s.o.Log.Info("delete complete: Secrets deleted, directory removed from git", "cluster", uuid, "stack_id", rec.StackID,
 		"secrets", len(rm.secrets), "commit", commit)
