@@ -43,7 +43,12 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 	if head == f.head || snap.Commit().IsZero() {
 		return 0, nil
 	}
-	type touched struct{ stackID, project, eventID string }
+	type touched struct {
+		stackID, project, eventID string
+		// event is the newest commit of an event (not a resync, not a delete's later
+		// step): the revision of a record whose event has no id.
+		event string
+	}
 	clusters := map[string]touched{}
 	n := 0
 	err = snap.Walk(ctx, func(c gitrepo.CommitInfo) error {
@@ -56,12 +61,19 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 			f.Ledger.learn(id, digest, c)
 		}
 		uuid, ok := c.Trailer("Magnum-Cluster-UUID")
-		if _, seen := clusters[uuid]; !ok || seen {
-			return nil // the newest commit of a cluster says what its record holds
+		if !ok {
+			return nil
 		}
-		stackID, _ := c.Trailer("Magnum-Stack-ID")
-		project, _ := c.Trailer("Magnum-Project")
-		clusters[uuid] = touched{stackID: stackID, project: project, eventID: id}
+		t, seen := clusters[uuid]
+		if !seen { // the newest commit of a cluster says where its record is
+			t.stackID, _ = c.Trailer("Magnum-Stack-ID")
+			t.project, _ = c.Trailer("Magnum-Project")
+			t.eventID = id
+		}
+		if t.event == "" && eventCommit(c) {
+			t.event = c.Hash.String()
+		}
+		clusters[uuid] = t
 		return nil
 	})
 	if err != nil {
@@ -96,10 +108,27 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 			if err != nil {
 				continue // LoadClusters reports such a record at start; the next event replaces it
 			}
-			rec = &ClusterRecord{Event: ev, StackID: t.stackID, Namespace: ns, Revision: f.Ledger.Revision(ev.ID), At: now()}
+			if had && old.Revision != "" && Digest(old.Event) == Digest(ev) {
+				continue // what is indexed already, with its commit and time
+			}
+			rev := f.Ledger.Revision(ev.ID)
+			if rev == "" && ev.ID == "" {
+				rev = t.event
+			}
+			rec = &ClusterRecord{Event: ev, StackID: t.stackID, Namespace: ns, Revision: rev, At: now()}
 		}
 		f.Clusters.replace(uuid, old.Event, rec, now())
 	}
 	f.head = head
 	return n, nil
+}
+
+// eventCommit reports whether a commit carries an event, rather than a resync or the later
+// steps of a delete.
+func eventCommit(c gitrepo.CommitInfo) bool {
+	if _, ok := c.Trailer(TrailerResync); ok {
+		return false
+	}
+	op, _ := c.Trailer("Magnum-Operation")
+	return op != "" && op != OperationRemoveSecrets && op != OperationDeleteComplete
 }

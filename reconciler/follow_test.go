@@ -106,3 +106,47 @@ func TestFollowerCatchesUp(t *testing.T) {
 		t.Errorf("history:\n%s", log)
 	}
 }
+
+// TestFollowerKeepsRevisions: an event without an id keeps the commit that carried it, on
+// the replica that committed it (whose record the follower then finds indexed already)
+// and on another one (which takes the newest commit of that event).
+func TestFollowerKeepsRevisions(t *testing.T) {
+	t.Parallel()
+	p, a, dir := committer(t)
+	ctx := context.Background()
+	if _, err := a.Apply(ctx, p, event(t, "01-prod-a-create.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	own := reconciler.NewClusters()
+	fa := &reconciler.Follower{Repo: a.Repo, Config: p.Config, Clusters: own, Ledger: reconciler.NewLedger()}
+	head, _ := a.Repo.Head()
+	fa.Mark(head.String())
+	b := replica(t, dir)
+	others := reconciler.NewClusters()
+	fb := &reconciler.Follower{Repo: b.Repo, Config: p.Config, Clusters: others, Ledger: reconciler.NewLedger()}
+	fb.Mark(head.String())
+
+	resize := event(t, "02-prod-a-resize-workers.yaml")
+	resize.ID = ""
+	out, err := a.Apply(ctx, p, resize)
+	if err != nil || out.NoOp() {
+		t.Fatalf("resize: %+v %v", out, err)
+	}
+	at := time.Now().Add(-time.Hour)
+	own.Observe(resize, reconciler.Summary{StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace, Revision: out.Commit}, at)
+	if _, err := fa.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := own.Get(resize.Cluster.UUID); rec.Revision != out.Commit || !rec.At.Equal(at) {
+		t.Errorf("the replica that committed it: revision %q at %s, want %q at %s", rec.Revision, rec.At, out.Commit, at)
+	}
+	if err := b.Repo.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fb.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec, ok := others.Get(resize.Cluster.UUID); !ok || rec.Revision != out.Commit {
+		t.Errorf("the other replica: revision %q (known %v), want %q", rec.Revision, ok, out.Commit)
+	}
+}

@@ -115,9 +115,11 @@ func LoadLedger(ctx context.Context, repo *gitrepo.Repo) (*Ledger, error) {
 func (l *Ledger) learn(id, digest string, c gitrepo.CommitInfo) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.entries[id]; ok {
+	if e, ok := l.entries[id]; ok && e.summary.Revision != "" {
 		return
 	}
+	// Unknown, or known without its commit (a push that landed but failed to answer,
+	// whose retry found nothing to do): the commit read here carried it.
 	l.entries[id] = ledgerEntry{digest: digest, summary: summaryOf(id, c)}
 }
 
