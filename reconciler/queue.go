@@ -27,6 +27,9 @@ type Queue struct {
 	// MaxWait after the first one (defaults 100 and 20ms).
 	MaxGroup int
 	MaxWait  time.Duration
+	// GroupTimeout bounds a group's commits and push, retries included (default 2m): its
+	// events are then answered with a retry, and the client retries with the same id.
+	GroupTimeout time.Duration
 	// Observe, when set, is called once per answered event (metrics, logs), with the size
 	// of its group and the time since it arrived: its wait in the queue counts, as its
 	// client waited too.
@@ -71,6 +74,9 @@ func (q *Queue) Start() {
 	}
 	if q.MaxWait <= 0 {
 		q.MaxWait = 20 * time.Millisecond
+	}
+	if q.GroupTimeout <= 0 {
+		q.GroupTimeout = 2 * time.Minute
 	}
 	if q.Now == nil {
 		q.Now = time.Now
@@ -132,8 +138,12 @@ func (q *Queue) Run(ctx context.Context) {
 			}
 		}
 		timer.Stop()
-		// The group in hand finishes even when shutdown begins: its clients are waiting.
-		q.process(context.WithoutCancel(ctx), group)
+		// The group in hand finishes even when shutdown begins: its clients are waiting. But
+		// not forever: a remote that accepts the connection and never answers would hold
+		// every client, the readers of the repository and shutdown.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.GroupTimeout)
+		q.process(gctx, group)
+		cancel()
 	}
 }
 

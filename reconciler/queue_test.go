@@ -1,0 +1,75 @@
+package reconciler_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+)
+
+// TestQueueGroupTimeout: a remote that takes the connection and never answers holds a
+// group only for GroupTimeout: its event is answered "retry", and the queue stops when
+// asked instead of waiting on the remote.
+func TestQueueGroupTimeout(t *testing.T) {
+	t.Parallel()
+	remote := gitserver.Start(t)
+	remote.Init("stall.git")
+	target, err := url.Parse(remote.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stall atomic.Bool
+	released := make(chan struct{})
+	fwd := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stall.Load() {
+			select { // accepted, never answered (until the test ends)
+			case <-r.Context().Done():
+			case <-released:
+			}
+			return
+		}
+		fwd.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	t.Cleanup(func() { close(released) }) // before Close, which waits for the handlers
+	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: proxy.URL + "/stall.git",
+		Author: gitrepo.Signature{Name: "magnum-gitops", Email: "m@example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := generator.DefaultConfig()
+	q := &reconciler.Queue{Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}},
+		Sink: &reconciler.GitSink{Repo: repo}, MaxWait: time.Millisecond, GroupTimeout: time.Second}
+	q.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { q.Run(ctx); close(done) }()
+
+	stall.Store(true)
+	answered := make(chan reconciler.Summary, 1)
+	go func() { answered <- q.Submit(context.Background(), event(t, "01-prod-a-create.yaml")) }()
+	select {
+	case sum := <-answered:
+		if sum.Kind() != reconciler.KindRetry || sum.Revision != "" {
+			t.Errorf("answer from a stalled remote: %+v, want a retry and no revision", sum)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the group waited on the stalled remote past its timeout")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the queue did not stop")
+	}
+}
