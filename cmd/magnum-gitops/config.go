@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -93,11 +95,66 @@ func decodeStrict(data []byte, v any) error {
 	if err := d.Decode(v); err != nil {
 		msg := cleanYAMLError(err)
 		if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
-			return &v1alpha1.FieldError{Field: strings.Trim(name, `"`), Message: "unknown field (a misspelt option would silently keep its default)"}
+			return &v1alpha1.FieldError{Field: keyPath(j, strings.Trim(name, `"`)), Message: "unknown field (a misspelt option would silently keep its default)"}
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return &v1alpha1.FieldError{Field: te.Field, Message: "must be " + jsonKind(te.Type.Kind().String()) + ", got " + te.Value}
 		}
 		return &v1alpha1.FieldError{Field: "(config)", Message: v1alpha1.Redact(msg)}
 	}
 	return nil
+}
+
+// keyPath is the dotted path of key in a JSON document (the decoder names only the key);
+// several places are joined with " or ", and a key found nowhere is returned as it is.
+func keyPath(doc []byte, key string) string {
+	var v any
+	if json.Unmarshal(doc, &v) != nil {
+		return key
+	}
+	var found []string
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, c := range t {
+				p := k
+				if at != "" {
+					p = at + "." + k
+				}
+				if k == key {
+					found = append(found, p)
+				}
+				walk(c, p)
+			}
+		case []any:
+			for i, c := range t {
+				walk(c, fmt.Sprintf("%s[%d]", at, i))
+			}
+		}
+	}
+	walk(v, "")
+	if len(found) == 0 {
+		return key
+	}
+	slices.Sort(found)
+	return strings.Join(found, " or ")
+}
+
+// jsonKind names a Go kind the way a configuration file's author thinks of it.
+func jsonKind(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"), strings.HasPrefix(kind, "float"):
+		return "a number"
+	case kind == "string":
+		return "a string"
+	case kind == "bool":
+		return "a boolean"
+	case kind == "slice", kind == "array":
+		return "a list"
+	}
+	return "a mapping"
 }
 
 // cleanYAMLError drops the decoder's layered prefixes ("error unmarshaling JSON: while
