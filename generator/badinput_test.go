@@ -208,7 +208,7 @@ func TestDecodeBadInput(t *testing.T) {
 		{"wrong apiVersion", "apiVersion: v1\nkind: ClusterEvent\noperation: create_cluster\n", "apiVersion", "must be \"magnum-gitops.io/v1alpha1\""},
 		{"wrong kind", "apiVersion: magnum-gitops.io/v1alpha1\nkind: Cluster\noperation: create_cluster\n", "kind", "must be \"ClusterEvent\""},
 		{"unknown top-level field", base("clusters: {}\n"), "clusters", "unknown field"},
-		{"label that is a list", base("cluster: {labels: {boot_volume_size: [1, 2]}}\n"), "(document)", "label \"boot_volume_size\" must be a string"},
+		{"label that is a list", base("cluster: {labels: {boot_volume_size: [1, 2]}}\n"), "cluster.labels", "label \"boot_volume_size\" must be a string"},
 		{"node count that is text", base("nodegroups: [{name: w, node_count: three}]\n"), "nodegroups.node_count", "must be an integer"},
 		{"not YAML", "operation: [unclosed\n", "(document)", "not valid YAML"},
 		{"not a mapping", "- a\n- b\n", "(document)", "must be a ClusterEvent mapping"},

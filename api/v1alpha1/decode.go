@@ -57,7 +57,14 @@ func DecodeEvent(data []byte) (*ClusterEvent, error) {
 	var ev ClusterEvent
 	d := json.NewDecoder(bytes.NewReader(j))
 	if err := d.Decode(&ev); err != nil {
-		return nil, &FieldError{Field: decodeField(err), Message: decodeMessage(err)}
+		if field := decodeField(err); field != "(document)" {
+			return nil, &FieldError{Field: field, Message: decodeMessage(err)}
+		}
+		// encoding/json gives no path with an UnmarshalJSON's own error: find the labels.
+		if field, lerr := badLabels(top); lerr != nil {
+			return nil, &FieldError{Field: field, Message: lerr.Error()}
+		}
+		return nil, &FieldError{Field: "(document)", Message: decodeMessage(err)}
 	}
 	// Our own sections are strict: a typo under secrets would silently drop a Secret (and
 	// CAPI would then make a CA of its own). Magnum's objects stay tolerant.
@@ -153,4 +160,35 @@ func checkText(p *problems, ev *ClusterEvent) {
 	if len(ev.ID) > 255 {
 		p.add("id", "is %d characters; at most 255", len(ev.ID))
 	}
+}
+
+// badLabels finds the labels of the event that do not decode, and why.
+func badLabels(top map[string]json.RawMessage) (string, error) {
+	type labelled struct {
+		Labels json.RawMessage `json:"labels"`
+	}
+	check := func(raw json.RawMessage) error {
+		var l Labels
+		if len(raw) == 0 || string(raw) == "null" {
+			return nil
+		}
+		return l.UnmarshalJSON(raw)
+	}
+	for _, sec := range []string{"cluster", "cluster_template"} {
+		var s labelled
+		if json.Unmarshal(top[sec], &s) == nil {
+			if err := check(s.Labels); err != nil {
+				return sec + ".labels", err
+			}
+		}
+	}
+	var groups []labelled
+	if json.Unmarshal(top["nodegroups"], &groups) == nil {
+		for i, g := range groups {
+			if err := check(g.Labels); err != nil {
+				return fmt.Sprintf("nodegroups[%d].labels", i), err
+			}
+		}
+	}
+	return "", nil
 }

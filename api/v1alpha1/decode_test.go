@@ -24,6 +24,7 @@ func fixture(t testing.TB, name string) string {
 func TestDecodeRefuses(t *testing.T) {
 	t.Parallel()
 	good := fixture(t, "01-prod-a-create.yaml")
+	before, groups, _ := strings.Cut(good, "nodegroups:")
 	deepFlow := "apiVersion: " + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + "\n"
 	var deepBlock strings.Builder
 	for i := range 200 {
@@ -40,6 +41,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"typo under secrets", strings.Replace(good, "  certificates:", "  certficates:", 1), "secrets", `unknown field "certficates"`},
 		{"typo under resolved", strings.Replace(good, "  volume_types:", "  volume_type:", 1), "resolved", `unknown field "volume_type"`},
 		{"unknown top-level key", good + "clutser: {}\n", "clutser", "unknown field"},
+		{"cluster labels a list", strings.Replace(good, "  labels: {}\n", "  labels: [a]\n", 1), "cluster.labels", "labels must be a map"},
+		{"a node group label a mapping", before + "nodegroups:" + strings.Replace(groups, "  labels: {}\n", "  labels: {x: {y: 1}}\n", 1), "nodegroups[0].labels", `label "x" must be a string`},
 		{"anchor in a secret", strings.Replace(good, "secret: fixture-appcred-secret-NOT-REAL-7f3a", "secret: *fixture-appcred-secret-NOT-REAL-7f3a", 1), "(document)", "unknown anchor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
