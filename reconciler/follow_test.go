@@ -112,11 +112,8 @@ func TestFollowerCatchesUp(t *testing.T) {
 // and on another one (which takes the newest commit of that event).
 func TestFollowerKeepsRevisions(t *testing.T) {
 	t.Parallel()
-	p, a, dir := committer(t)
+	p, a, dir := created(t)
 	ctx := context.Background()
-	if _, err := a.Apply(ctx, p, event(t, "01-prod-a-create.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	own := reconciler.NewClusters()
 	fa := &reconciler.Follower{Repo: a.Repo, Config: p.Config, Clusters: own, Ledger: reconciler.NewLedger()}
 	head, _ := a.Repo.Head()

@@ -68,15 +68,9 @@ func TestReusedIDAcrossReplicas(t *testing.T) {
 // nothing for that cluster, rather than the older record it rendered.
 func TestResyncYieldsToNewerEvents(t *testing.T) {
 	t.Parallel()
-	p, sink, dir := committer(t)
+	p, sink, dir := created(t)
 	ctx := context.Background()
-	if _, err := sink.Apply(ctx, p, event(t, "01-prod-a-create.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	cfg := *p.Config
-	cfg.Flux.Timeout = generator.Duration{Duration: 7 * time.Minute}
-	upgraded := *p
-	upgraded.Config = &cfg
+	upgraded := upgrade(p)
 	plans, err := upgraded.ResyncPlans(ctx, sink.Repo, nil)
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("%d plans, %v; want 1", len(plans), err)
@@ -88,7 +82,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 		t.Fatalf("resize: %+v %v", out, err)
 	}
 	head := gitOut(t, dir, "rev-parse", "main")
-	out, err := sink.Resync(ctx, &upgraded, plans[0])
+	out, err := sink.Resync(ctx, upgraded, plans[0])
 	if err != nil || !out.NoOp() {
 		t.Errorf("resync after a newer event: %+v %v; want no commit", out, err)
 	}
@@ -104,7 +98,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("after the event: %d plans, %v", len(plans), err)
 	}
-	if out, err := sink.Resync(ctx, &upgraded, plans[0]); err != nil || out.NoOp() {
+	if out, err := sink.Resync(ctx, upgraded, plans[0]); err != nil || out.NoOp() {
 		t.Errorf("resync of the newer record: %+v %v", out, err)
 	}
 }
@@ -133,15 +127,9 @@ func (r *tornLister) ListFiles(dir string) ([]string, error) { return r.repo.Lis
 // is not undone: the commit is made only while the branch holds the record as read.
 func TestResyncTornRead(t *testing.T) {
 	t.Parallel()
-	p, sink, dir := committer(t)
+	p, sink, dir := created(t)
 	ctx := context.Background()
-	if _, err := sink.Apply(ctx, p, event(t, "01-prod-a-create.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	cfg := *p.Config
-	cfg.Flux.Timeout = generator.Duration{Duration: 7 * time.Minute}
-	upgraded := *p
-	upgraded.Config = &cfg
+	upgraded := upgrade(p)
 	other := replica(t, dir)
 	resize := event(t, "02-prod-a-resize-workers.yaml")
 	torn := &tornLister{repo: sink.Repo, once: func() {
@@ -156,11 +144,30 @@ func TestResyncTornRead(t *testing.T) {
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("%d plans, %v", len(plans), err)
 	}
-	if out, err := sink.Resync(ctx, &upgraded, plans[0]); err != nil || !out.NoOp() {
+	if out, err := sink.Resync(ctx, upgraded, plans[0]); err != nil || !out.NoOp() {
 		t.Errorf("resync over a record that moved: %+v %v; want no commit", out, err)
 	}
 	record := path.Join(generator.ClusterDir(p.Config, plans[0].Result.Namespace, plans[0].Result.ReleaseName), reconciler.RecordFile)
 	if got := gitOut(t, dir, "show", "main:"+record); !strings.Contains(got, "id: "+resize.ID) {
 		t.Errorf("resync undid the event; history:\n%s", gitOut(t, dir, "log", "-3", "--format=%h %s", "main"))
 	}
+}
+
+// upgrade is p as a newer magnum-gitops that renders every HelmRelease differently.
+func upgrade(p *reconciler.Pipeline) *reconciler.Pipeline {
+	cfg := *p.Config
+	cfg.Flux.Timeout = generator.Duration{Duration: 7 * time.Minute}
+	upgraded := *p
+	upgraded.Config = &cfg
+	return &upgraded
+}
+
+// created is committer with prod-a created in the repository.
+func created(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink, string) {
+	t.Helper()
+	p, sink, dir := committer(t)
+	if _, err := sink.Apply(context.Background(), p, event(t, "01-prod-a-create.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	return p, sink, dir
 }
