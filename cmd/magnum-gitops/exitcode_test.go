@@ -13,14 +13,8 @@ import (
 // it, as README says; nothing else does.
 func TestBadInputExitsTwo(t *testing.T) {
 	t.Parallel()
+	write := fileWriter(t)
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	event := "../../fixtures/events/01-prod-a-create.yaml"
 	for _, tc := range []struct {
 		name string

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,14 +16,7 @@ func TestHostileInput(t *testing.T) {
 	t.Parallel()
 	git := gitserver.Start(t)
 	url := git.Init("clusters.git")
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t)
 	empty := write("empty-token", "\n")
 	badConf := write("magnum.conf", "[capi_helm]\ndefault_helm_chart_version = 0.27.0\n[keystone_authtoken]\npassword hunter2-SECRET\n")
 	event, err := os.ReadFile("../../fixtures/events/02-prod-a-resize-workers.yaml")

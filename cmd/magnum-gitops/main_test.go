@@ -22,6 +22,20 @@ import (
 var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
 
 // run executes the CLI in-process. Its output and error are scanned for secret values.
+// fileWriter returns a function that writes a file into a new temporary directory and
+// returns its path: the configuration and key files a test hands the CLI.
+func fileWriter(t *testing.T) func(name, content string) string {
+	t.Helper()
+	dir := t.TempDir()
+	return func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
+
 func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	cmd := newRootCommand()
