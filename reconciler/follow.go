@@ -60,14 +60,14 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 		if digest, ok := c.Trailer(TrailerEventDigest); ok && id != "" {
 			f.Ledger.learn(id, digest, c)
 		}
-		uuid, ok := c.Trailer("Magnum-Cluster-UUID")
+		uuid, ok := c.Trailer(TrailerClusterUUID)
 		if !ok {
 			return nil
 		}
 		t, seen := clusters[uuid]
 		if !seen { // the newest commit of a cluster says where its record is
-			t.stackID, _ = c.Trailer("Magnum-Stack-ID")
-			t.project, _ = c.Trailer("Magnum-Project")
+			t.stackID, _ = c.Trailer(TrailerStackID)
+			t.project, _ = c.Trailer(TrailerProject)
 			t.eventID = id
 		}
 		if t.event == "" && eventCommit(c) {
@@ -129,6 +129,6 @@ func eventCommit(c gitrepo.CommitInfo) bool {
 	if _, ok := c.Trailer(TrailerResync); ok {
 		return false
 	}
-	op, _ := c.Trailer("Magnum-Operation")
+	op, _ := c.Trailer(TrailerOperation)
 	return op != "" && op != OperationRemoveSecrets && op != OperationDeleteComplete
 }

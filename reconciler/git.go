@@ -267,10 +267,10 @@ func (s *GitSink) FinishDelete(ctx context.Context, cfg *generator.Config, rec C
 
 func deleteTrailers(rec ClusterRecord, op string, more ...gitrepo.Trailer) []gitrepo.Trailer {
 	return append([]gitrepo.Trailer{
-		{Key: "Magnum-Cluster-UUID", Value: rec.Event.Cluster.UUID},
-		{Key: "Magnum-Operation", Value: op},
-		{Key: "Magnum-Project", Value: rec.Event.Cluster.ProjectID},
-		{Key: "Magnum-Stack-ID", Value: rec.StackID},
+		{Key: TrailerClusterUUID, Value: rec.Event.Cluster.UUID},
+		{Key: TrailerOperation, Value: op},
+		{Key: TrailerProject, Value: rec.Event.Cluster.ProjectID},
+		{Key: TrailerStackID, Value: rec.StackID},
 	}, more...)
 }
 
@@ -284,10 +284,10 @@ func SecretsRemoval(ctx context.Context, repo *gitrepo.Repo, rec ClusterRecord) 
 		if n++; n > LedgerHistory {
 			return gitrepo.ErrStopWalk
 		}
-		if op, _ := c.Trailer("Magnum-Operation"); op != OperationRemoveSecrets {
+		if op, _ := c.Trailer(TrailerOperation); op != OperationRemoveSecrets {
 			return nil
 		}
-		if id, _ := c.Trailer("Magnum-Cluster-UUID"); id != rec.Event.Cluster.UUID {
+		if id, _ := c.Trailer(TrailerClusterUUID); id != rec.Event.Cluster.UUID {
 			return nil
 		}
 		commit = c.Hash.String()

@@ -125,9 +125,9 @@ func (l *Ledger) learn(id, digest string, c gitrepo.CommitInfo) {
 
 // summaryOf is the answer a commit that carried an event gives to its retries.
 func summaryOf(id string, c gitrepo.CommitInfo) Summary {
-	uuid, _ := c.Trailer("Magnum-Cluster-UUID")
-	stackID, _ := c.Trailer("Magnum-Stack-ID")
-	op, _ := c.Trailer("Magnum-Operation")
+	uuid, _ := c.Trailer(TrailerClusterUUID)
+	stackID, _ := c.Trailer(TrailerStackID)
+	op, _ := c.Trailer(TrailerOperation)
 	return Summary{EventID: id, Operation: v1alpha1.Operation(op), ClusterUUID: uuid, StackID: stackID,
 		Outcome: OutcomeCommitted, Revision: c.Hash.String()}
 }

@@ -12,10 +12,15 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
-// Commit trailers the service reads back after a restart.
+// Commit trailers the service reads back: after a restart, from another replica, and to
+// finish a delete.
 const (
 	TrailerEventID     = "Magnum-Event-ID"
 	TrailerEventDigest = "Magnum-Event-Digest"
+	TrailerClusterUUID = "Magnum-Cluster-UUID"
+	TrailerOperation   = "Magnum-Operation"
+	TrailerProject     = "Magnum-Project"
+	TrailerStackID     = "Magnum-Stack-ID"
 )
 
 // verbs names what each operation does, for commit subjects.
@@ -44,10 +49,10 @@ func CommitChange(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generato
 		Subject: fmt.Sprintf("magnum: %s %s (%s) in project %s", verb, res.ClusterName, res.ReleaseName, res.ProjectID),
 		Files:   map[string][]byte{},
 		Trailers: []gitrepo.Trailer{
-			{Key: "Magnum-Cluster-UUID", Value: res.ClusterUUID},
-			{Key: "Magnum-Operation", Value: string(res.Operation)},
-			{Key: "Magnum-Project", Value: res.ProjectID},
-			{Key: "Magnum-Stack-ID", Value: res.ReleaseName},
+			{Key: TrailerClusterUUID, Value: res.ClusterUUID},
+			{Key: TrailerOperation, Value: string(res.Operation)},
+			{Key: TrailerProject, Value: res.ProjectID},
+			{Key: TrailerStackID, Value: res.ReleaseName},
 		},
 	}
 	if res.EventID != "" {
