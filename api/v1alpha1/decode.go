@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode"
@@ -107,35 +108,54 @@ func joinOps() string {
 
 // decodeField names the field a json decoding error is about.
 func decodeField(err error) string {
-	var te *json.UnmarshalTypeError
-	if ok := errors.As(err, &te); ok && te.Field != "" {
-		return te.Field
+	if fe, ok := TypeError(err); ok {
+		return fe.Field
 	}
 	return "(document)"
 }
 
 func decodeMessage(err error) string {
 	var te *json.UnmarshalTypeError
-	if ok := errors.As(err, &te); ok {
-		return fmt.Sprintf("must be %s, got %s", goTypeName(te.Type.String()), te.Value)
+	if errors.As(err, &te) {
+		return typeMessage(te)
 	}
 	// Errors from Labels.UnmarshalJSON and friends carry no value, only the rule.
 	return err.Error()
 }
 
-func goTypeName(t string) string {
-	switch t {
-	case "int", "*int":
+// TypeError is encoding/json's complaint about a value of the wrong type, as a field
+// error: the field's path and what it must be, never the value itself (only its JSON
+// kind). ok is false for any other error, and for one that names no field.
+func TypeError(err error) (*FieldError, bool) {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" {
+		return nil, false
+	}
+	return &FieldError{Field: te.Field, Message: typeMessage(te)}, true
+}
+
+func typeMessage(te *json.UnmarshalTypeError) string {
+	return fmt.Sprintf("must be %s, got %s", typeName(te.Type), te.Value)
+}
+
+// typeName names a Go type the way the author of a document thinks of it.
+func typeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return "an integer"
-	case "string":
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
 		return "a string"
-	case "bool", "*bool":
+	case reflect.Bool:
 		return "a boolean"
-	}
-	if strings.HasPrefix(t, "[]") {
+	case reflect.Slice, reflect.Array:
 		return "a list"
-	}
-	if strings.HasPrefix(t, "map[") {
+	case reflect.Map:
 		return "a map"
 	}
 	return "an object"

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,9 +96,8 @@ func decodeStrict(data []byte, v any) error {
 		if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
 			return &v1alpha1.FieldError{Field: keyPath(j, strings.Trim(name, `"`)), Message: "unknown field (a misspelt option would silently keep its default)"}
 		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return &v1alpha1.FieldError{Field: te.Field, Message: "must be " + jsonKind(te.Type.Kind().String()) + ", got " + te.Value}
+		if fe, ok := v1alpha1.TypeError(err); ok {
+			return fe
 		}
 		return &v1alpha1.FieldError{Field: "(config)", Message: v1alpha1.Redact(msg)}
 	}
@@ -140,21 +138,6 @@ func keyPath(doc []byte, key string) string {
 	}
 	slices.Sort(found)
 	return strings.Join(found, " or ")
-}
-
-// jsonKind names a Go kind the way a configuration file's author thinks of it.
-func jsonKind(kind string) string {
-	switch {
-	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"), strings.HasPrefix(kind, "float"):
-		return "a number"
-	case kind == "string":
-		return "a string"
-	case kind == "bool":
-		return "a boolean"
-	case kind == "slice", kind == "array":
-		return "a list"
-	}
-	return "a mapping"
 }
 
 // cleanYAMLError drops the decoder's layered prefixes ("error unmarshaling JSON: while
