@@ -335,34 +335,46 @@ func (s *Service) gitStale() time.Duration { return 3*s.o.ReadyInterval + gitFet
 // reachable meanwhile, and records the outcome for /readyz; then it reads the commits it
 // did not make (catchUp). On every replica: each one's readiness and index are its own.
 func (s *Service) checkGit(ctx context.Context) {
-	t := time.NewTicker(s.o.ReadyInterval)
+	every(ctx, s.o.ReadyInterval, s.checkGitOnce)
+}
+
+func (s *Service) checkGitOnce(ctx context.Context) {
+	if time.Since(s.git.last()) < s.o.ReadyInterval {
+		s.catchUp(ctx) // a push that had to fetch may have brought others' commits
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, gitFetchTimeout)
+	at := time.Now()
+	err := s.o.Sink.Repo.Fetch(fctx)
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		return
+	case err != nil:
+		if s.git.failed(err) {
+			s.o.Log.Warn("git: the remote does not answer: not ready", "error", err)
+		}
+	default:
+		if s.git.answered(at) {
+			s.o.Log.Info("git: the remote answers again: ready")
+		}
+		s.catchUp(ctx)
+	}
+}
+
+// every calls f each d until ctx ends; never when d is not positive.
+func every(ctx context.Context, d time.Duration, f func(context.Context)) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		if time.Since(s.git.last()) < s.o.ReadyInterval {
-			s.catchUp(ctx) // a push that had to fetch may have brought others' commits
-			continue
-		}
-		fctx, cancel := context.WithTimeout(ctx, gitFetchTimeout)
-		at := time.Now()
-		err := s.o.Sink.Repo.Fetch(fctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			if s.git.failed(err) {
-				s.o.Log.Warn("git: the remote does not answer: not ready", "error", err)
-			}
-		default:
-			if s.git.answered(at) {
-				s.o.Log.Info("git: the remote answers again: ready")
-			}
-			s.catchUp(ctx)
+			f(ctx)
 		}
 	}
 }
@@ -461,35 +473,21 @@ func (s *Service) lead(ctx context.Context) {
 // loops runs the leader's loops until ctx ends.
 func (s *Service) loops(ctx context.Context) {
 	var wg sync.WaitGroup
-	every := func(d time.Duration, first bool, f func(context.Context)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	loop := func(d time.Duration, first bool, f func(context.Context)) {
+		wg.Go(func() {
 			if first {
 				f(ctx)
 			}
-			if d <= 0 {
-				return
-			}
-			t := time.NewTicker(d)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					f(ctx)
-				}
-			}
-		}()
+			every(ctx, d, f)
+		})
 	}
 	if s.judge != nil {
-		every(s.o.DeleteInterval, true, s.deletes)
+		loop(s.o.DeleteInterval, true, s.deletes)
 		if s.o.Reporter != nil {
-			every(s.o.HealthInterval, false, s.health)
+			loop(s.o.HealthInterval, false, s.health)
 		}
 	}
-	every(s.o.ResyncInterval, true, s.resync)
+	loop(s.o.ResyncInterval, true, s.resync)
 	if s.o.Poller != nil {
 		wg.Go(func() { s.o.Poller.Run(ctx) })
 	}
