@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
@@ -28,19 +29,25 @@ func TestDeployManifestsAccepted(t *testing.T) {
 		}
 	}
 	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs, err := chartrender.Parse(fh)
-		fh.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, o := range objs {
+		for _, o := range manifests(t, f) {
 			if err := apply(ctx, o, client.DryRunAll); err != nil {
 				t.Errorf("%s: %s rejected: %v", filepath.Base(f), o.GetKind(), err)
 			}
 		}
 	}
+}
+
+// manifests reads the objects of a YAML file.
+func manifests(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	objs, err := chartrender.Parse(fh)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return objs
 }

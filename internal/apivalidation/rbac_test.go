@@ -2,7 +2,6 @@ package apivalidation
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
@@ -30,16 +28,7 @@ func TestDeployRBAC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fh, err := os.Open(filepath.Join(testenv.RepoRoot(), "deploy", "service", "rbac.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := chartrender.Parse(fh)
-	fh.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
+	for _, o := range manifests(t, filepath.Join(testenv.RepoRoot(), "deploy", "service", "rbac.yaml")) {
 		if err := apply(ctx, o); err != nil {
 			t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
 		}
