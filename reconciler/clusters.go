@@ -58,11 +58,17 @@ func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
 }
 
 // replace sets a cluster's record as read from Git (nil: its delete completed, at at),
-// unless it changed since it was old (nil: absent): the queue indexed a newer event.
+// unless it changed since it was old (nil: absent): the queue indexed a newer event. A
+// cluster whose delete completed is not brought back: the snapshot the record was read
+// from predates the completion (Magnum never reuses a UUID; only an applied event, through
+// Observe, lifts a tombstone).
 func (c *Clusters) replace(uuid string, old *v1alpha1.ClusterEvent, rec *ClusterRecord, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur := c.m[uuid]; cur.Event != old {
+		return
+	}
+	if _, gone := c.gone[uuid]; gone && old == nil && rec != nil {
 		return
 	}
 	if rec == nil {

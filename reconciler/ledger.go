@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -34,10 +35,15 @@ func Digest(ev *v1alpha1.ClusterEvent) string {
 
 // Ledger remembers which event ids were answered with what, so a retried POST gets the
 // same answer and no second commit. It is rebuilt from the commit trailers after a restart
-// (LoadLedger), so the promise survives the process.
+// (LoadLedger), so the promise survives the process. It holds the newest LedgerHistory ids,
+// the same horizon a restart reads back, so a long-running service answers a retry the way
+// a restarted one would, in bounded memory.
 type Ledger struct {
 	mu      sync.Mutex
 	entries map[string]ledgerEntry
+	// order holds the ids oldest first; the oldest leaves when there are more than max.
+	order []string
+	max   int
 }
 
 type ledgerEntry struct {
@@ -45,8 +51,23 @@ type ledgerEntry struct {
 	summary Summary
 }
 
-// NewLedger returns an empty ledger.
-func NewLedger() *Ledger { return &Ledger{entries: map[string]ledgerEntry{}} }
+// NewLedger returns an empty ledger that holds the newest LedgerHistory ids.
+func NewLedger() *Ledger { return newLedger(LedgerHistory) }
+
+func newLedger(limit int) *Ledger { return &Ledger{entries: map[string]ledgerEntry{}, max: limit} }
+
+// set records an id's entry, the newest; the oldest id leaves beyond max. l.mu is held.
+func (l *Ledger) set(id string, e ledgerEntry) {
+	if _, ok := l.entries[id]; !ok {
+		l.order = append(l.order, id)
+		if len(l.order) > l.max {
+			delete(l.entries, l.order[0])
+			l.order[0] = ""
+			l.order = l.order[1:]
+		}
+	}
+	l.entries[id] = e
+}
 
 // Lookup returns the summary recorded for an event id. ok is false for an unknown id; an
 // id recorded with another digest returns ErrIdempotencyConflict.
@@ -73,7 +94,7 @@ func (l *Ledger) Put(id, digest string, s Summary) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.entries[id] = ledgerEntry{digest: digest, summary: s}
+	l.set(id, ledgerEntry{digest: digest, summary: s})
 }
 
 // Len counts the recorded ids.
@@ -92,6 +113,7 @@ const LedgerHistory = 20000
 func LoadLedger(ctx context.Context, repo *gitrepo.Repo) (*Ledger, error) {
 	l := NewLedger()
 	n := 0
+	var newestFirst []string
 	err := repo.Walk(ctx, func(c gitrepo.CommitInfo) error {
 		if n++; n > LedgerHistory {
 			return gitrepo.ErrStopWalk
@@ -105,8 +127,11 @@ func LoadLedger(ctx context.Context, repo *gitrepo.Repo) (*Ledger, error) {
 			return nil // a newer commit already answered this id
 		}
 		l.entries[id] = ledgerEntry{digest: digest, summary: summaryOf(id, c)}
+		newestFirst = append(newestFirst, id)
 		return nil
 	})
+	slices.Reverse(newestFirst)
+	l.order = newestFirst
 	return l, err
 }
 
@@ -120,7 +145,7 @@ func (l *Ledger) learn(id, digest string, c gitrepo.CommitInfo) {
 	}
 	// Unknown, or known without its commit (a push that landed but failed to answer,
 	// whose retry found nothing to do): the commit read here carried it.
-	l.entries[id] = ledgerEntry{digest: digest, summary: summaryOf(id, c)}
+	l.set(id, ledgerEntry{digest: digest, summary: summaryOf(id, c)})
 }
 
 // summaryOf is the answer a commit that carried an event gives to its retries.

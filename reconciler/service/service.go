@@ -496,10 +496,13 @@ func (s *Service) loops(ctx context.Context) {
 
 // health reports every cluster's health to Magnum, writing only what changed.
 func (s *Service) health(ctx context.Context) {
+	live := map[string]bool{}
+	defer s.forgetHealth(live)
 	for _, rec := range s.clusters.All() {
 		if rec.Event.Operation == v1alpha1.DeleteCluster {
 			continue
 		}
+		live[rec.Event.Cluster.UUID] = true
 		known, err := s.known(ctx, rec.Event.Cluster.UUID)
 		if err != nil {
 			s.m.health.WithLabelValues("error").Inc()
@@ -533,6 +536,18 @@ func (s *Service) known(ctx context.Context, uuid string) (report.Known, error) 
 	}
 	s.knownHealth.Store(uuid, k)
 	return k, nil
+}
+
+// forgetHealth drops what Magnum was told of the clusters not in live (deleted, or being
+// deleted): nothing reports their health again, and the map would otherwise grow with
+// every cluster the service ever held.
+func (s *Service) forgetHealth(live map[string]bool) {
+	s.knownHealth.Range(func(uuid, _ any) bool {
+		if !live[uuid.(string)] {
+			s.knownHealth.Delete(uuid)
+		}
+		return true
+	})
 }
 
 func (s *Service) remember(uuid string, r status.Report) {
