@@ -2,9 +2,10 @@ package gitrepo
 
 import (
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1" //nolint:gosec // the pack format's trailer is SHA-1
 	"io"
+
+	"github.com/klauspost/compress/zlib"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -45,7 +46,9 @@ type packer struct {
 	trees map[plumbing.Hash]map[string]span // the entries of roots that are trees
 	// Level 1: the remote inflates at the same cost whatever the level, and packing a
 	// group took a quarter less time (BenchmarkPack 22 → 16 ms) for a pack ~5 % larger
-	// than at the default level. One writer of each kind serves every entry.
+	// than at the default level. One writer of each kind serves every entry. klauspost's
+	// zlib writes the same format as the standard library's for a quarter less CPU
+	// (BenchmarkPack 7.2–8.1 → 6.0–6.6 ms, the pack 0.5 % larger).
 	z, stored *zlib.Writer
 }
 
