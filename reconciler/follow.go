@@ -50,12 +50,14 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 		event string
 	}
 	clusters := map[string]touched{}
+	read := map[string]bool{} // the commits read: all in head's history
 	n := 0
 	err = snap.Walk(ctx, func(c gitrepo.CommitInfo) error {
 		if c.Hash.String() == f.head || n >= LedgerHistory {
 			return gitrepo.ErrStopWalk
 		}
 		n++
+		read[c.Hash.String()] = true
 		id, _ := c.Trailer(TrailerEventID)
 		if digest, ok := c.Trailer(TrailerEventDigest); ok && id != "" {
 			f.Ledger.learn(id, digest, c)
@@ -91,11 +93,8 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 		if had && t.eventID != "" && old.Event.ID == t.eventID {
 			continue // this replica's own commit: indexed when it was answered
 		}
-		if had && old.Revision != "" {
-			// The queue may have indexed a newer event meanwhile, committed after head.
-			if in, err := f.Repo.Contains(head, old.Revision); err != nil || !in {
-				continue
-			}
+		if had && old.Revision != "" && !read[old.Revision] && f.newer(old.Revision, head) {
+			continue
 		}
 		ns := magnum.Namespace(f.Config.Magnum.CapiHelm.NamespacePrefix, t.project)
 		data, ok, err := snap.ReadFile(path.Join(generator.ClusterDir(f.Config, ns, t.stackID), RecordFile))
@@ -121,6 +120,19 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 	}
 	f.head = head
 	return n, nil
+}
+
+// newer reports whether the queue indexed rev after head: rev is not in head's history.
+// Under load that is the usual case, and a walk back from head would pass every commit of
+// the last minutes before it gave up (Contains stops only at the clock skew): a walk back
+// from rev, which meets head among the few commits made since, is asked first. A rev this
+// clone does not hold, or an error, counts as newer: the record is left alone.
+func (f *Follower) newer(rev, head string) bool {
+	if after, err := f.Repo.Contains(rev, head); err != nil || after {
+		return true
+	}
+	in, err := f.Repo.Contains(head, rev)
+	return err != nil || !in
 }
 
 // eventCommit reports whether a commit carries an event, rather than a resync or the later
