@@ -18,6 +18,10 @@ const (
 	// DefaultNodeGroupsMaxAge bounds how long node groups read for a cluster whose
 	// updated_at did not move are reused.
 	DefaultNodeGroupsMaxAge = 10 * time.Minute
+	// DefaultCreateGrace is how long a new cluster is left to the driver shim: it posts
+	// create_cluster from the conductor seconds after Magnum lists the cluster, so minutes
+	// mean the shim is not coming (not installed, or its POST failed for good).
+	DefaultCreateGrace = 5 * time.Minute
 )
 
 // MagnumAPI is what a Poller reads from Magnum; *openstack.Magnum implements it.
@@ -49,7 +53,11 @@ type MagnumAPI interface {
 // runs with the service's own credentials: it belongs to the service's user and project,
 // not to the cluster's owner, so the cluster's OpenStack resources are made with the
 // service's identity. Where that matters, send events through the event API (the driver
-// shim resolves in the user's scope) and poll only as a safety net.
+// shim resolves in the user's scope) and poll only as a safety net. For that, a cluster
+// Magnum is still creating is left to the shim for CreateGrace after its created_at:
+// otherwise a pass landing between Magnum listing the cluster and the shim's POST would
+// commit the create first, with the service's identity and a CA of Cluster API's, and make
+// an application credential nobody uses.
 type Poller struct {
 	// Magnum reads clusters, templates and node groups.
 	Magnum MagnumAPI
@@ -79,6 +87,12 @@ type Poller struct {
 	PageSize int
 	// NodeGroupsMaxAge bounds the reuse of node groups (DefaultNodeGroupsMaxAge when zero).
 	NodeGroupsMaxAge time.Duration
+	// CreateGrace is how long after its created_at a cluster Git has never held, while
+	// Magnum shows it CREATE_IN_PROGRESS, is left for the driver shim's create_cluster
+	// (DefaultCreateGrace when zero; negative: none, the poller creates it at once). A
+	// cluster without created_at, or in any other status, is created at once: only the
+	// moment the shim is about to post is waited out.
+	CreateGrace time.Duration
 	// Log receives one line per event and per failure; slog.Default when nil.
 	Log *slog.Logger
 	// Now is the clock; time.Now when nil.
@@ -181,6 +195,11 @@ func (p *Poller) pollCluster(ctx context.Context, c openstack.Cluster, templates
 	if err != nil {
 		return err // ours, but its template cannot be read: nothing to compare with
 	}
+	if !known && p.inCreateGrace(c) {
+		p.log().Debug("magnum poll: a new cluster is being created: left to the driver shim within the create grace",
+			"cluster", c.UUID, "created_at", c.CreatedAt, "create_grace", p.createGrace())
+		return nil
+	}
 	var recEv *v1alpha1.ClusterEvent
 	if known {
 		recEv = rec.Event
@@ -272,6 +291,24 @@ func (p *Poller) nodeGroups(ctx context.Context, c openstack.Cluster) ([]opensta
 	}
 	p.seen[c.UUID] = seenGroups{updatedAt: c.UpdatedAt, readAt: now, groups: groups}
 	return groups, nil
+}
+
+// inCreateGrace reports whether c is a cluster the driver shim may still be about to
+// create: Magnum shows it CREATE_IN_PROGRESS, created less than the grace ago. A
+// created_at ahead of the clock (skew) counts as young.
+func (p *Poller) inCreateGrace(c openstack.Cluster) bool {
+	grace := p.createGrace()
+	if grace < 0 || c.CreatedAt.IsZero() || v1alpha1.ClusterStatus(c.Status) != v1alpha1.CreateInProgress {
+		return false
+	}
+	return p.now().Sub(c.CreatedAt) < grace
+}
+
+func (p *Poller) createGrace() time.Duration {
+	if p.CreateGrace == 0 {
+		return DefaultCreateGrace
+	}
+	return p.CreateGrace
 }
 
 func (p *Poller) interval() time.Duration {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv/magnumstandin"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
@@ -60,9 +61,15 @@ func TestPollerScriptedSequence(t *testing.T) {
 		groupReads int
 		check      func(t *testing.T)
 	}{
-		{name: "create: the selected clusters, in Magnum's order",
+		{name: "a cluster Magnum has just listed: left to the driver shim for the create grace",
 			magnum: func(d *magnumstandin.Data) {
 				addCluster(d, prodA, "prod-a", tmplV1, 3, 2)
+				d.Cluster(prodA)["created_at"] = time.Now().UTC().Format("2006-01-02T15:04:05+00:00")
+			},
+			groupReads: 0},
+		{name: "create: the selected clusters, in Magnum's order",
+			magnum: func(d *magnumstandin.Data) {
+				d.Cluster(prodA)["created_at"] = magnumstandin.Created // the shim never came
 				addCluster(d, otherC, "other", tmplOther, 1, 1)
 				addCluster(d, prodB, "prod-b", tmplV1, 1, 1)
 			},

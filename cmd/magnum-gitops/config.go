@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
@@ -42,12 +44,15 @@ func loadConfig(path string) (*fileConfig, error) {
 		if err := decodeStrict(data, &cfg); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
+		// Relative paths in the file are relative to its directory (see configpaths.go).
+		resolveConfigPaths(&cfg, configDir(path))
 		if cfg.MagnumConf != "" {
 			// Defaults, then magnum.conf, then this file's own magnum section.
 			ini, err := os.ReadFile(cfg.MagnumConf)
 			if err != nil {
 				return nil, configError(fmt.Errorf("magnum_conf: %w", err))
 			}
+			own := cfg
 			cfg = fileConfig{Config: generator.DefaultConfig()}
 			if err := generator.ParseMagnumConf(ini, &cfg.Magnum); err != nil {
 				return nil, err
@@ -55,6 +60,7 @@ func loadConfig(path string) (*fileConfig, error) {
 			if err := decodeStrict(data, &cfg); err != nil {
 				return nil, fmt.Errorf("config %s: %w", path, err)
 			}
+			keepFilePaths(&cfg, &own)
 		}
 	}
 	// The per-namespace GitRepositories fetch the repository serve pushes to, unless the
@@ -65,7 +71,7 @@ func loadConfig(path string) (*fileConfig, error) {
 			f.Git.Branch = cfg.Git.Branch
 		}
 	}
-	if err := loadRegistryFiles(&cfg.Registries, filepath.Dir(path)); err != nil {
+	if err := loadRegistryFiles(&cfg.Registries); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if err := cfg.Config.Validate(); err != nil {
@@ -99,9 +105,74 @@ func decodeStrict(data []byte, v any) error {
 		if fe, ok := v1alpha1.TypeError(err); ok {
 			return fe
 		}
+		// encoding/json passes an UnmarshalJSON error on without the key: find it.
+		var doc any
+		if json.Unmarshal(j, &doc) == nil {
+			if key, ok := badDurationKey(doc, reflect.TypeOf(v), ""); ok {
+				return &v1alpha1.FieldError{Field: key, Message: "must be a duration (e.g. 5m, 1h30m)"}
+			}
+		}
 		return &v1alpha1.FieldError{Field: "(config)", Message: v1alpha1.Redact(msg)}
 	}
 	return nil
+}
+
+// badDurationKey is the dotted key of the first value in doc (decoded JSON) that t
+// decodes as a generator.Duration and that is not one, in key order.
+func badDurationKey(doc any, t reflect.Type, at string) (string, bool) {
+	pointer := false
+	for t.Kind() == reflect.Pointer {
+		t, pointer = t.Elem(), true
+	}
+	if t == reflect.TypeFor[generator.Duration]() {
+		if doc == nil && pointer {
+			return "", false // null leaves a pointer nil
+		}
+		s, ok := doc.(string)
+		if ok {
+			_, err := time.ParseDuration(s)
+			ok = err == nil
+		}
+		return at, !ok
+	}
+	join := func(k string) string { return strings.TrimPrefix(at+"."+k, ".") }
+	switch t.Kind() {
+	case reflect.Struct:
+		m, _ := doc.(map[string]any)
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && name == "" {
+				if key, bad := badDurationKey(doc, f.Type, at); bad {
+					return key, true
+				}
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if v, ok := m[name]; ok && name != "-" && f.IsExported() {
+				if key, bad := badDurationKey(v, f.Type, join(name)); bad {
+					return key, true
+				}
+			}
+		}
+	case reflect.Map:
+		m, _ := doc.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if key, bad := badDurationKey(m[k], t.Elem(), join(k)); bad {
+				return key, true
+			}
+		}
+	case reflect.Slice:
+		l, _ := doc.([]any)
+		for i, v := range l {
+			if key, bad := badDurationKey(v, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); bad {
+				return key, true
+			}
+		}
+	}
+	return "", false
 }
 
 // keyPath is the dotted path of key in a JSON document (the decoder names only the key);

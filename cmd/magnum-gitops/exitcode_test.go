@@ -29,6 +29,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"missing config file", []string{"render", "-f", event, "--config", filepath.Join(dir, "absent.yaml")}, "--config"},
 		{"missing magnum_conf", []string{"render", "-f", event, "--config", write("mc.yaml", "magnum_conf: "+filepath.Join(dir, "absent.conf")+"\n")}, "magnum_conf"},
 		{"negative OpenStack timeout", []string{"render", "-f", event, "--config", write("os.yaml", "openstack: {timeout: -1s}\n")}, "openstack.timeout"},
+		{"not a duration", []string{"render", "-f", event, "--config", write("cg.yaml", "openstack: {poller: {create_grace: soon}}\n")}, "openstack.poller.create_grace: must be a duration"},
+		{"negative create grace", []string{"render", "-f", event, "--config", write("ncg.yaml", "openstack: {poller: {create_grace: -1m}}\n")}, "openstack.poller.create_grace: must not be negative"},
 		{"unknown application credential mode", []string{"render", "-f", event, "--config", write("ac.yaml", "openstack: {poller: {application_credentials: foo}}\n")}, "openstack.poller.application_credentials"},
 		{"missing signing key", []string{"apply", "-f", event, "--insecure-plaintext-secrets", "--config",
 			write("sk.yaml", "git: {url: file:///nonexistent.git, author: {name: a, email: a@example.org}, signing_key_file: "+filepath.Join(dir, "absent.asc")+"}\n")}, "git.signing_key_file"},

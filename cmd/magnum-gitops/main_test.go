@@ -202,7 +202,7 @@ func TestConfig(t *testing.T) {
 		t.Errorf("magnum_conf then YAML: %+v %v", c.Magnum.CapiHelm, err)
 	}
 	os.WriteFile(bad, []byte("flux:\n  interval: soon\n"), 0o644)
-	if _, err := loadConfig(bad); err == nil || !strings.Contains(err.Error(), "invalid duration") {
+	if _, err := loadConfig(bad); err == nil || !strings.Contains(err.Error(), "flux.interval: must be a duration") {
 		t.Errorf("bad duration: %v", err)
 	}
 	// The per-namespace layout's GitRepositories fetch git.url unless flux.git says otherwise.

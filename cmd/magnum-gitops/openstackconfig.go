@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
@@ -55,6 +56,24 @@ type pollerConfig struct {
 	// belongs to the service's user and project; "none" commits the cluster without a
 	// cloud-credentials Secret (something else must provide it).
 	ApplicationCredentials string `json:"application_credentials,omitempty"`
+	// CreateGrace is how long after its created_at a new cluster Magnum shows
+	// CREATE_IN_PROGRESS is left to the driver shim, which posts create_cluster with the
+	// user's credential and Magnum's CA seconds after Magnum lists it (default 5m, see
+	// reconciler.Poller.CreateGrace). A pointer: 0s is a choice, no grace, for a site
+	// without the shim.
+	CreateGrace *generator.Duration `json:"create_grace,omitempty"`
+}
+
+// createGrace is the Poller.CreateGrace the section asks for: the poller's default when
+// unset, none (negative) for 0s.
+func (p *pollerConfig) createGrace() time.Duration {
+	switch {
+	case p.CreateGrace == nil:
+		return 0
+	case p.CreateGrace.Duration == 0:
+		return -1
+	}
+	return p.CreateGrace.Duration
 }
 
 // validate checks the section without reaching OpenStack; call it when loading the
@@ -69,6 +88,8 @@ func (c *openstackConfig) validate() error {
 		return errors.New("openstack.cache_ttl: must not be negative")
 	case p.Interval.Duration < 0:
 		return errors.New("openstack.poller.interval: must not be negative")
+	case p.CreateGrace != nil && p.CreateGrace.Duration < 0:
+		return errors.New("openstack.poller.create_grace: must not be negative (0s turns the grace off)")
 	case p.PageSize < 0:
 		return errors.New("openstack.poller.page_size: must not be negative")
 	case !slices.Contains([]string{"", "service", "none"}, p.ApplicationCredentials):
@@ -115,7 +136,7 @@ func (c *openstackConfig) poller(cloud *openstack.Cloud, log *slog.Logger) (*rec
 		return nil, err
 	}
 	p := &reconciler.Poller{Magnum: m, Select: sel, AuthURL: authURL, AllProjects: slices.Contains(roles, "admin"),
-		Interval: c.Poller.Interval.Duration, PageSize: c.Poller.PageSize, Log: log}
+		Interval: c.Poller.Interval.Duration, PageSize: c.Poller.PageSize, CreateGrace: c.Poller.createGrace(), Log: log}
 	if !p.AllProjects {
 		log.Warn("openstack: the poller's credentials lack the admin role: Magnum shows them only their own project's clusters, and clusters missing from its list are never deleted from git")
 	}

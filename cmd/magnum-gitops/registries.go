@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -13,13 +12,10 @@ import (
 
 // loadRegistryFiles reads the files the registries section names — trusted CA PEM files
 // and registry passwords — into the configuration, since the generator does no I/O.
-// Relative paths are relative to the configuration file. Errors name the option, never
-// the content.
-func loadRegistryFiles(c *generator.RegistriesConfig, dir string) error {
+// loadConfig has already made relative paths relative to the configuration file
+// (resolveConfigPaths). Errors name the option, never the content.
+func loadRegistryFiles(c *generator.RegistriesConfig) error {
 	read := func(field, p string) (string, error) {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return "", &v1alpha1.FieldError{Field: field, Message: fmt.Sprintf("cannot read %s: %v", p, errorsOnly(err))}
