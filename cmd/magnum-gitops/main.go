@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 
@@ -27,10 +28,18 @@ func exitCode(stderr io.Writer, err error) int {
 		return 1
 	}
 	fmt.Fprintln(stderr, "Error:", err)
-	if errors.Is(err, v1alpha1.ErrInvalidInput) {
+	if errors.Is(err, v1alpha1.ErrInvalidInput) || cobraInputError(err) {
 		return 2
 	}
 	return 1
+}
+
+// cobraInputError reports the bad input cobra refuses itself, before SetFlagErrorFunc and
+// Args see it: a missing required flag and an unknown command. cobra gives them no type,
+// only these messages; TestBadInputExitsTwo fails if they change.
+func cobraInputError(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "required flag(s) ") || strings.HasPrefix(msg, "unknown command ")
 }
 
 // noArgs is cobra.NoArgs whose refusal is bad input (exit 2).

@@ -141,7 +141,7 @@ func readInput(stdin io.Reader, name string) ([]byte, error) {
 func decodeInput(stdin io.Reader, name string) (*v1alpha1.ClusterEvent, error) {
 	data, err := readInput(stdin, name)
 	if err != nil {
-		return nil, err
+		return nil, configError(err) // -f names no readable file: bad input, as --config's would be
 	}
 	ev, err := reconciler.Decode(data)
 	if err != nil {

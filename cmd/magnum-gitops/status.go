@@ -153,7 +153,7 @@ func (o *statusOptions) source(ctx context.Context) (status.Source, error) {
 	}
 	fh, err := os.Open(o.objectsFile)
 	if err != nil {
-		return nil, err
+		return nil, configError(err)
 	}
 	defer fh.Close()
 	objs, err := status.LoadObjects(fh)
