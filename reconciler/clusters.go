@@ -33,6 +33,9 @@ type Clusters struct {
 	// gone keeps the clusters whose delete completed, so that a Magnum that missed the
 	// moment (a conductor down) still learns DELETE_COMPLETE instead of an unknown cluster.
 	gone map[string]ClusterRecord
+	// goneIn is, per tombstone, a commit in which the cluster's directory is gone: a
+	// snapshot whose head does not contain it predates the completion (see Follower).
+	goneIn map[string]string
 }
 
 // TombstoneTTL is how long a completed delete stays answerable.
@@ -40,7 +43,7 @@ const TombstoneTTL = 7 * 24 * time.Hour
 
 // NewClusters returns an empty index.
 func NewClusters() *Clusters {
-	return &Clusters{m: map[string]ClusterRecord{}, gone: map[string]ClusterRecord{}}
+	return &Clusters{m: map[string]ClusterRecord{}, gone: map[string]ClusterRecord{}, goneIn: map[string]string{}}
 }
 
 // Observe records an applied event. The stored event carries no Secret material.
@@ -54,49 +57,61 @@ func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
 		rec.Revision = old.Revision // a replay keeps the commit that carried it
 	}
 	c.m[ev.Cluster.UUID] = rec
-	delete(c.gone, ev.Cluster.UUID)
+	c.unbury(ev.Cluster.UUID)
 }
 
-// replace sets a cluster's record as read from Git (nil: its delete completed, at at),
-// unless it changed since it was old (nil: absent): the queue indexed a newer event. A
-// cluster whose delete completed is not brought back: the snapshot the record was read
-// from predates the completion (Magnum never reuses a UUID; only an applied event, through
-// Observe, lifts a tombstone).
-func (c *Clusters) replace(uuid string, old *v1alpha1.ClusterEvent, rec *ClusterRecord, at time.Time) {
+// replace sets a cluster's record as read from Git at head (nil: its delete completed, at
+// at), unless it changed since it was old (nil: absent): the queue indexed a newer event.
+func (c *Clusters) replace(uuid string, old *v1alpha1.ClusterEvent, rec *ClusterRecord, at time.Time, head string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur := c.m[uuid]; cur.Event != old {
 		return
 	}
-	if _, gone := c.gone[uuid]; gone && old == nil && rec != nil {
-		return
-	}
 	if rec == nil {
-		c.forget(uuid, at)
+		c.forget(uuid, at, head)
 		return
 	}
 	c.m[uuid] = *rec
-	delete(c.gone, uuid)
+	c.unbury(uuid)
 }
 
-// Forget drops a cluster whose delete completed, keeping a tombstone for TombstoneTTL.
-func (c *Clusters) Forget(uuid string, at time.Time) {
+// Forget drops a cluster whose delete completed, keeping a tombstone for TombstoneTTL;
+// head is a commit of the branch in which the cluster's directory is gone.
+func (c *Clusters) Forget(uuid string, at time.Time, head string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.forget(uuid, at)
+	c.forget(uuid, at, head)
 }
 
-func (c *Clusters) forget(uuid string, at time.Time) {
+func (c *Clusters) forget(uuid string, at time.Time, head string) {
 	if rec, ok := c.m[uuid]; ok {
 		rec.At = at
 		c.gone[uuid] = rec
+		c.goneIn[uuid] = head
 	}
 	delete(c.m, uuid)
 	for id, rec := range c.gone {
 		if at.Sub(rec.At) > TombstoneTTL {
-			delete(c.gone, id)
+			c.unbury(id)
 		}
 	}
+}
+
+// unbury drops a tombstone. c.mu is held.
+func (c *Clusters) unbury(uuid string) {
+	delete(c.gone, uuid)
+	delete(c.goneIn, uuid)
+}
+
+// completedIn returns the commit recorded with a cluster's tombstone.
+func (c *Clusters) completedIn(uuid string) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if _, ok := c.gone[uuid]; !ok {
+		return "", false
+	}
+	return c.goneIn[uuid], true
 }
 
 // Gone returns the record of a cluster whose delete completed.
@@ -172,7 +187,7 @@ func LoadClusters(repo FileLister, cfg *generator.Config, at time.Time) (*Cluste
 		if stackID == "" {
 			stackID = magnum.GenerateReleaseName(ev.Cluster.Name, ev.Cluster.UUID)
 		}
-		delete(c.gone, ev.Cluster.UUID)
+		c.unbury(ev.Cluster.UUID)
 		c.m[ev.Cluster.UUID] = ClusterRecord{Event: ev, StackID: stackID,
 			Namespace: magnum.Namespace(cfg.Magnum.CapiHelm.NamespacePrefix, ev.Cluster.ProjectID), At: at}
 	}

@@ -51,6 +51,11 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 	}
 	clusters := map[string]touched{}
 	read := map[string]bool{} // the commits read: all in head's history
+	type learned struct {
+		id, digest string
+		c          gitrepo.CommitInfo
+	}
+	var ids []learned // newest first, as read
 	n := 0
 	err = snap.Walk(ctx, func(c gitrepo.CommitInfo) error {
 		if c.Hash.String() == f.head || n >= LedgerHistory {
@@ -60,7 +65,7 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 		read[c.Hash.String()] = true
 		id, _ := c.Trailer(TrailerEventID)
 		if digest, ok := c.Trailer(TrailerEventDigest); ok && id != "" {
-			f.Ledger.learn(id, digest, c)
+			ids = append(ids, learned{id, digest, c})
 		}
 		uuid, ok := c.Trailer(TrailerClusterUUID)
 		if !ok {
@@ -81,6 +86,10 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 	if err != nil {
 		return n, err
 	}
+	// Oldest first, so that the ledger, when full, lets the oldest go first.
+	for i := len(ids) - 1; i >= 0; i-- {
+		f.Ledger.learn(ids[i].id, ids[i].digest, ids[i].c)
+	}
 	now := time.Now
 	if f.Now != nil {
 		now = f.Now
@@ -95,6 +104,13 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 		}
 		if had && old.Revision != "" && !read[old.Revision] && f.newer(old.Revision, head) {
 			continue
+		}
+		if !had {
+			// A cluster whose delete this replica saw complete in a commit head does not
+			// contain: the snapshot predates the completion, and its record is the past.
+			if in, gone := f.Clusters.completedIn(uuid); gone && (in == "" || (!read[in] && f.newer(in, head))) {
+				continue
+			}
 		}
 		ns := magnum.Namespace(f.Config.Magnum.CapiHelm.NamespacePrefix, t.project)
 		data, ok, err := snap.ReadFile(path.Join(generator.ClusterDir(f.Config, ns, t.stackID), RecordFile))
@@ -116,7 +132,7 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 			}
 			rec = &ClusterRecord{Event: ev, StackID: t.stackID, Namespace: ns, Revision: rev, At: now()}
 		}
-		f.Clusters.replace(uuid, old.Event, rec, now())
+		f.Clusters.replace(uuid, old.Event, rec, now(), head)
 	}
 	f.head = head
 	return n, nil

@@ -147,3 +147,71 @@ func TestFollowerKeepsRevisions(t *testing.T) {
 		t.Errorf("the other replica: revision %q (known %v), want %q", rec.Revision, ok, out.Commit)
 	}
 }
+
+// TestFollowerTombstones: a snapshot read before a cluster's delete completed does not
+// bring the forgotten cluster back; a record written after the completion is read as any
+// other.
+func TestFollowerTombstones(t *testing.T) {
+	t.Parallel()
+	p, a, dir := committer(t)
+	b := replica(t, dir)
+	ctx := context.Background()
+	clusters := reconciler.NewClusters()
+	f := &reconciler.Follower{Repo: b.Repo, Config: p.Config, Clusters: clusters, Ledger: reconciler.NewLedger()}
+	head, _ := b.Repo.Head()
+	f.Mark(head.String())
+
+	create, del := event(t, "01-prod-a-create.yaml"), event(t, "08-prod-a-delete.yaml")
+	uuid := create.Cluster.UUID
+	if _, err := a.Apply(ctx, p, create); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Apply(ctx, p, del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Repo.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace}
+	if _, _, err := a.RemoveSecrets(ctx, p.Config, rec); err != nil {
+		t.Fatal(err)
+	}
+	done, err := a.FinishDelete(ctx, p.Config, rec)
+	if err != nil || done == "" {
+		t.Fatalf("finishing the delete: %q %v", done, err)
+	}
+	// This replica saw the delete complete (its leader finished it) in a commit the
+	// follower's next snapshot, fetched before, does not hold.
+	clusters.Observe(del, reconciler.Summary{StackID: rec.StackID, Namespace: rec.Namespace, Revision: out.Commit}, time.Now())
+	clusters.Forget(uuid, time.Now(), done)
+	if n, err := f.CatchUp(ctx); n != 2 || err != nil {
+		t.Fatalf("the create and the delete: %d commits read, %v", n, err)
+	}
+	if got, ok := clusters.Get(uuid); ok {
+		t.Fatalf("a snapshot older than the delete's completion brought the cluster back: %s", got.Event.ID)
+	}
+
+	// The completion is fetched and read; then the other replica commits the cluster anew
+	// (Magnum does not reuse a UUID, but Git may be written by hand): read as any record.
+	if err := b.Repo.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := *create
+	again.ID = "evt-create-again"
+	if out, err := a.Apply(ctx, p, &again); err != nil || out.NoOp() {
+		t.Fatalf("the create again: %+v %v", out, err)
+	}
+	if err := b.Repo.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.CatchUp(ctx); n != 1 || err != nil {
+		t.Fatalf("the create again: %d commits read, %v", n, err)
+	}
+	if got, ok := clusters.Get(uuid); !ok || got.Event.ID != again.ID {
+		t.Fatalf("the record committed after the completion is not indexed: %+v %v", got, ok)
+	}
+}

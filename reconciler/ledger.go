@@ -36,8 +36,8 @@ func Digest(ev *v1alpha1.ClusterEvent) string {
 // Ledger remembers which event ids were answered with what, so a retried POST gets the
 // same answer and no second commit. It is rebuilt from the commit trailers after a restart
 // (LoadLedger), so the promise survives the process. It holds the newest LedgerHistory ids,
-// the same horizon a restart reads back, so a long-running service answers a retry the way
-// a restarted one would, in bounded memory.
+// about the horizon a restart reads back (the ids of the newest LedgerHistory commits), so
+// a long-running service answers a retry much as a restarted one would, in bounded memory.
 type Ledger struct {
 	mu      sync.Mutex
 	entries map[string]ledgerEntry

@@ -120,12 +120,17 @@ func (s *Service) finishDelete(ctx context.Context, rec reconciler.ClusterRecord
 	return nil
 }
 
-// forget drops a cluster whose delete is complete.
+// forget drops a cluster whose delete is complete: its directory is gone at the head the
+// repository holds now.
 func (s *Service) forget(uuid string) {
 	s.mu.Lock()
 	delete(s.removed, uuid)
 	s.mu.Unlock()
-	s.clusters.Forget(uuid, time.Now())
+	var in string
+	if head, err := s.o.Sink.Repo.Head(); err == nil {
+		in = head.String()
+	}
+	s.clusters.Forget(uuid, time.Now(), in)
 }
 
 // deleteSecrets deletes a removed cluster's Secrets by name; absent ones are fine.
