@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
@@ -128,12 +127,9 @@ func badDurationKey(doc any, t reflect.Type, at string) (string, bool) {
 		if doc == nil && pointer {
 			return "", false // null leaves a pointer nil
 		}
-		s, ok := doc.(string)
-		if ok {
-			_, err := time.ParseDuration(s)
-			ok = err == nil
-		}
-		return at, !ok
+		// Judged as the decoder judges it: a bare 0 is a duration, "5" is not.
+		raw, err := json.Marshal(doc)
+		return at, err != nil || new(generator.Duration).UnmarshalJSON(raw) != nil
 	}
 	join := func(k string) string { return strings.TrimPrefix(at+"."+k, ".") }
 	switch t.Kind() {

@@ -30,6 +30,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"unknown command", []string{"bogus"}, `unknown command "bogus"`},
 		{"missing event file", []string{"render", "-f", filepath.Join(dir, "absent-event.yaml")}, "absent-event.yaml"},
 		{"missing objects file", []string{"status", "--objects", filepath.Join(dir, "absent-objects.yaml")}, "absent-objects.yaml"},
+		{"malformed objects file", []string{"status", "--objects", write("objects.yaml", "kind: [\n")}, "objects.yaml"},
+		{"a bad duration after a bare 0", []string{"render", "-f", event, "--config", write("d0.yaml", "openstack: {cache_ttl: 0, poller: {interval: 1x}}\n")}, "openstack.poller.interval: must be a duration"},
 		{"missing config file", []string{"render", "-f", event, "--config", filepath.Join(dir, "absent.yaml")}, "--config"},
 		{"missing magnum_conf", []string{"render", "-f", event, "--config", write("mc.yaml", "magnum_conf: "+filepath.Join(dir, "absent.conf")+"\n")}, "magnum_conf"},
 		{"negative OpenStack timeout", []string{"render", "-f", event, "--config", write("os.yaml", "openstack: {timeout: -1s}\n")}, "openstack.timeout"},

@@ -158,7 +158,7 @@ func (o *statusOptions) source(ctx context.Context) (status.Source, error) {
 	defer fh.Close()
 	objs, err := status.LoadObjects(fh)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.objectsFile, err)
+		return nil, configError(fmt.Errorf("%s: %w", o.objectsFile, err))
 	}
 	return status.StaticSource(objs), nil
 }

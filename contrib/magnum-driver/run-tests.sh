@@ -18,11 +18,14 @@ PACKAGES=(python3-magnum python3-oslotest python3-testscenarios python3-pytest p
 # apt_install installs Debian packages, as hack/testbin.sh does for etcd: `make test` must
 # work on a fresh machine, and Debian's packages are the only ones these tests use.
 apt_install() {
-  echo "run-tests.sh: installing $* from Debian" >&2
   local sudo=()
-  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || return 1
+    sudo=(sudo -n) # never stop at a password prompt
+  fi
+  echo "run-tests.sh: installing $* from Debian" >&2
   "${sudo[@]}" apt-get update -qq >/dev/null
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 missing_modules() {
