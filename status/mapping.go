@@ -100,7 +100,7 @@ func deadline(a v1alpha1.Action, opts Options) time.Duration {
 func deleting(v View, o Objects, opts Options, cc conditionCache) (v1alpha1.ClusterStatus, string, bool) {
 	pending := ""
 	if k := o.Kustomization; k != nil && v.Revision != "" {
-		if applied := stringAt(k, "status", "lastAppliedRevision"); applied == "" || !opts.includes(applied, v.Revision) {
+		if applied, ok := fluxApplied(k, v.Revision, opts); !ok {
 			pending = fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none"))
 		}
 	}
@@ -178,8 +178,7 @@ func progress(v View, o Objects, opts Options, cc conditionCache) *blocker {
 // the revision, the HelmRelease not yet reconciled, or Helm failing.
 func gitopsChain(v View, o Objects, opts Options, cc conditionCache) *blocker {
 	if k := o.Kustomization; k != nil && v.Revision != "" {
-		applied := stringAt(k, "status", "lastAppliedRevision")
-		if applied == "" || !opts.includes(applied, v.Revision) {
+		if applied, ok := fluxApplied(k, v.Revision, opts); !ok {
 			return &blocker{reason: fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none"))}
 		}
 	}
