@@ -15,9 +15,7 @@ import (
 // make an applied delete look pending again.
 func fluxApplied(k *unstructured.Unstructured, revision string, opts Options) (applied string, ok bool) {
 	applied = stringAt(k, "status", "lastAppliedRevision")
-	if applied != "" && opts.includes(applied, revision) {
-		return applied, true
-	}
+	// The history first: a few entries, where Includes may walk the repository's history.
 	history, _, _ := unstructured.NestedSlice(k.Object, "status", "history")
 	for _, h := range history {
 		e, _ := h.(map[string]any)
@@ -27,5 +25,5 @@ func fluxApplied(k *unstructured.Unstructured, revision string, opts Options) (a
 			return applied, true
 		}
 	}
-	return applied, false
+	return applied, applied != "" && opts.includes(applied, revision)
 }
