@@ -30,10 +30,10 @@ type Queue struct {
 	// GroupTimeout bounds a group's commits and push, retries included (default 2m): its
 	// events are then answered with a retry, and the client retries with the same id.
 	GroupTimeout time.Duration
-	// Observe, when set, is called once per answered event (metrics, logs), with the size
-	// of its group and the time since it arrived: its wait in the queue counts, as its
-	// client waited too.
-	Observe func(s Summary, group int, took time.Duration)
+	// Observe, when set, is called once per answered event (metrics, logs), with the time
+	// since it arrived: its wait in the queue counts, as its client waited too. What its
+	// group cost is ObserveGroup's.
+	Observe func(s Summary, took time.Duration)
 	// ObserveGroup, when set, is called once per group, after its push and before its
 	// pushed events are answered (so an answered client finds it counted): what the group
 	// cost, which per-event counting would multiply by the group's size.
@@ -168,7 +168,7 @@ func (q *Queue) process(ctx context.Context, group []*submission) {
 	digests := map[string]string{}
 	for _, s := range group {
 		if sum, done := q.early(s, digests); done {
-			q.answer(s, sum, len(group))
+			q.answer(s, sum)
 			continue
 		}
 		pending = append(pending, s)
@@ -182,7 +182,7 @@ func (q *Queue) process(ctx context.Context, group []*submission) {
 		for _, s := range pending {
 			out, err := q.Sink.Apply(ctx, q.Pipeline, s.ev)
 			stats.add(out, err, true)
-			q.answer(s, q.record(s, out, err), len(group))
+			q.answer(s, q.record(s, out, err))
 		}
 		q.observeGroup(stats)
 		return
@@ -203,7 +203,7 @@ func (q *Queue) process(ctx context.Context, group []*submission) {
 	}
 	q.observeGroup(stats)
 	for i, s := range pending {
-		q.answer(s, sums[i], len(group))
+		q.answer(s, sums[i])
 	}
 }
 
@@ -271,9 +271,9 @@ func (q *Queue) record(s *submission, out *Outcome, err error) Summary {
 	return sum
 }
 
-func (q *Queue) answer(s *submission, sum Summary, group int) {
+func (q *Queue) answer(s *submission, sum Summary) {
 	if q.Observe != nil {
-		q.Observe(sum, group, time.Since(s.arrived))
+		q.Observe(sum, time.Since(s.arrived))
 	}
 	s.answer <- sum
 }

@@ -162,8 +162,8 @@ func (r *reconcileRequester) patch(ctx context.Context, t types.NamespacedName) 
 // observe records an answered event and, after a pushed commit, asks Flux to fetch it.
 // Commits to a review branch wait for their merge instead, and a retried event (answered
 // from the ledger with the commit it was first answered with) asks nothing again.
-func (s *Service) observe(sum reconciler.Summary, group int, took time.Duration) {
-	s.m.observe(sum, group, took)
+func (s *Service) observe(sum reconciler.Summary, took time.Duration) {
+	s.m.observe(sum, took)
 	if sum.Outcome == reconciler.OutcomeCommitted && sum.Revision != "" && sum.PullRequestURL == "" &&
 		s.requester.newRevision(sum.Revision+"/"+sum.Namespace) {
 		s.requester.request(sum.Namespace, sum.Paths)

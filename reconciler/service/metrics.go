@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // observe records one answered event; what its group cost is observeGroup's, counted once.
-func (m *metrics) observe(s reconciler.Summary, _ int, took time.Duration) {
+func (m *metrics) observe(s reconciler.Summary, took time.Duration) {
 	if s.Replayed {
 		// A retry answered from the ledger: its commit was counted the first time.
 		m.events.WithLabelValues(string(s.Operation), "replayed").Inc()
