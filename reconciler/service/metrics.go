@@ -37,7 +37,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		pushRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_push_retries_total",
 			Help: "Push attempts repeated because the remote branch moved or failed transiently, once per group."}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_conflicts_total",
-			Help: "Events refused because someone changed the same files differently."}),
+			Help: "Events refused with 409: someone changed the same files differently, or an event id came again with another body."}),
 		groupSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_group_size",
 			Help: "Events per group the queue took together, retried event ids included.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200}}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_event_duration_seconds",
@@ -50,9 +50,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "magnum_gitops_leader",
 			Help: "1 while this replica runs the background loops."}),
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_deletes_completed_total",
-			Help: "Clusters whose Secrets left the repository after the CAPI Cluster was gone."}),
+			Help: "Deletes finished: the CAPI Cluster gone, its Secrets deleted from the API server, its directory removed from Git."}),
 		health: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "magnum_gitops_health_reports_total",
-			Help: "Health PATCHes to Magnum, by result."}, []string{"result"}),
+			Help: "Health reports to Magnum, by result (error: the PATCH, or the GET a new leader makes once per cluster, failed)."}, []string{"result"}),
 	}
 	reg.MustRegister(m.events, m.commits, m.pushes, m.pushRetries, m.conflicts, m.groupSize, m.latency, m.steps, m.resync, m.leader, m.deletes, m.health)
 	return m
