@@ -25,6 +25,17 @@ const (
 	SecretFilePrefix = "secret-"
 )
 
+// SecretSuffix is the suffix (after the release name) of the Secret a file in a cluster's
+// directory holds, from the file's base name (secret-<suffix>.yaml or .sops.yaml); ok is
+// false for a file that holds no Secret.
+func SecretSuffix(base string) (suffix string, ok bool) {
+	rest, ok := strings.CutPrefix(base, SecretFilePrefix)
+	if !ok {
+		return "", false
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(rest, ".yaml"), ".sops"), true
+}
+
 // FileSet is a change to the repository: files to write and paths to remove, all relative
 // to the repository root.
 type FileSet struct {

@@ -217,7 +217,7 @@ func (s *GitSink) RemoveSecrets(ctx context.Context, cfg *generator.Config, rec 
 		return nil, "", stepError("encode", err)
 	}
 	for _, f := range removed {
-		suffix := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(f, generator.SecretFilePrefix), ".yaml"), ".sops")
+		suffix, _ := generator.SecretSuffix(f)
 		secrets = append(secrets, magnum.ResourceName(rec.StackID, suffix))
 	}
 	change := gitrepo.Change{Files: fs.Files,

@@ -123,8 +123,8 @@ func summary(res *generator.Result, fs *generator.FileSet, old map[string]any) [
 	}
 	var secrets []string
 	for p := range fs.Files {
-		if base := p[strings.LastIndex(p, "/")+1:]; strings.HasPrefix(base, generator.SecretFilePrefix) {
-			secrets = append(secrets, strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(base, generator.SecretFilePrefix), ".yaml"), ".sops"))
+		if suffix, ok := generator.SecretSuffix(p[strings.LastIndex(p, "/")+1:]); ok {
+			secrets = append(secrets, suffix)
 		}
 	}
 	if len(secrets) > 0 {
