@@ -102,13 +102,13 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 		if had && t.eventID != "" && old.Event.ID == t.eventID {
 			continue // this replica's own commit: indexed when it was answered
 		}
-		if had && old.Revision != "" && !read[old.Revision] && f.newer(old.Revision, head) {
+		if had && old.Revision != "" && f.newer(old.Revision, head, read) {
 			continue
 		}
 		if !had {
 			// A cluster whose delete this replica saw complete in a commit head does not
 			// contain: the snapshot predates the completion, and its record is the past.
-			if in, gone := f.Clusters.completedIn(uuid); gone && (in == "" || (!read[in] && f.newer(in, head))) {
+			if in, gone := f.Clusters.completedIn(uuid); gone && (in == "" || f.newer(in, head, read)) {
 				continue
 			}
 		}
@@ -138,12 +138,16 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// newer reports whether the queue indexed rev after head: rev is not in head's history.
-// Under load that is the usual case, and a walk back from head would pass every commit of
-// the last minutes before it gave up (Contains stops only at the clock skew): a walk back
-// from rev, which meets head among the few commits made since, is asked first. A rev this
-// clone does not hold, or an error, counts as newer: the record is left alone.
-func (f *Follower) newer(rev, head string) bool {
+// newer reports whether rev came after head: it is not in head's history. The commits
+// just read (read) are in it. Otherwise, under load, newer is the usual answer, and a walk
+// back from head would pass every commit of the last minutes before it gave up (Contains
+// stops only at the clock skew): a walk back from rev, which meets head among the few
+// commits made since, is asked first. A rev this clone does not hold, or an error, counts
+// as newer: the record is left alone.
+func (f *Follower) newer(rev, head string, read map[string]bool) bool {
+	if read[rev] {
+		return false
+	}
 	if after, err := f.Repo.Contains(rev, head); err != nil || after {
 		return true
 	}
