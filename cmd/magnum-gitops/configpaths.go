@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // Relative paths in the --config file are relative to the file's own directory, as in a
@@ -45,6 +48,18 @@ func inDir(dir, p string) string {
 	return filepath.Join(dir, p)
 }
 
+// isLocalRemote reports whether url names a repository by its filesystem path, as git
+// reads a remote: not a URL with a scheme (file:// ones are absolute by definition) and
+// not the scp-like user@host:path. Such a path is a file the configuration names, so it is
+// resolved like the others; every other remote is left as written.
+func isLocalRemote(url string) bool {
+	if url == "" || strings.Contains(url, "://") {
+		return false
+	}
+	ep, err := transport.NewEndpoint(url)
+	return err == nil && ep.Protocol == "file"
+}
+
 // configDir is the directory relative paths in the configuration file at path are
 // relative to: absolute, so that a resolved path reads the same wherever it is used.
 func configDir(path string) string {
@@ -76,6 +91,9 @@ func eachConfigPath(c *fileConfig, fn func(key, p string) string) {
 	}
 
 	g := &c.Git
+	if isLocalRemote(g.URL) {
+		one("git.url", &g.URL)
+	}
 	one("git.cache_dir", &g.CacheDir)
 	one("git.auth.password_file", &g.Auth.PasswordFile)
 	one("git.auth.token_file", &g.Auth.TokenFile)

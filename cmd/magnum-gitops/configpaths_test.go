@@ -13,7 +13,7 @@ import (
 
 // TestResolveConfigPaths: a relative path becomes relative to the configuration's
 // directory; an absolute or empty one is left alone, and so is every value that is not a
-// filesystem path (flux.path is a path in Git, git.url a URL).
+// filesystem path (flux.path is a path in Git, git.url here a URL: TestResolveGitURL).
 func TestResolveConfigPaths(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "etc", "magnum-gitops")
@@ -57,6 +57,36 @@ func TestResolveConfigPaths(t *testing.T) {
 			resolveConfigPaths(&c, dir)
 			if c.Git.Auth.TokenFile != before {
 				t.Errorf("resolved twice: %q, then %q", before, c.Git.Auth.TokenFile)
+			}
+		})
+	}
+}
+
+// TestResolveGitURL: git.url is resolved only when git would read it as a path on disk;
+// URLs, file:// included, and scp-like remotes are left as written.
+func TestResolveGitURL(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "etc")
+	tests := []struct{ in, want string }{
+		{"clusters.git", filepath.Join(dir, "clusters.git")},
+		{"./git/clusters.git", filepath.Join(dir, "git/clusters.git")},
+		{"../srv/clusters.git", filepath.Join(filepath.Dir(dir), "srv/clusters.git")},
+		{"/srv/git/clusters.git", "/srv/git/clusters.git"},
+		{"file:///srv/git/clusters.git", "file:///srv/git/clusters.git"},
+		{"https://git.example.org/cloud/clusters.git", "https://git.example.org/cloud/clusters.git"},
+		{"ssh://git@git.example.org:2222/cloud/clusters.git", "ssh://git@git.example.org:2222/cloud/clusters.git"},
+		{"git@git.example.org:cloud/clusters.git", "git@git.example.org:cloud/clusters.git"},
+		{"git.example.org:cloud/clusters.git", "git.example.org:cloud/clusters.git"},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			t.Parallel()
+			var c fileConfig
+			c.Git.URL = tc.in
+			resolveConfigPaths(&c, dir)
+			if c.Git.URL != tc.want {
+				t.Errorf("git.url %q resolved to %q, want %q", tc.in, c.Git.URL, tc.want)
 			}
 		})
 	}
