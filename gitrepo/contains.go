@@ -22,8 +22,9 @@ const clockSkew = 10 * time.Minute
 // "not yet". Both are commits of the branch, which only moves forward (pushes are never
 // forced), so a head committed more than the clock skew after commit is taken to contain
 // it without a walk: a status sweep over thousands of clusters whose last commits are old
-// must not walk the history once per cluster. Otherwise the walk goes back from head only
-// as far as the commit's own time less the skew.
+// must not walk the history once per cluster. Otherwise the first-parent chain of the
+// branch (lineage.go) answers for the commits on it, and the walk, which goes back from head
+// only as far as the commit's own time less the skew, for the others.
 func (r *Repo) Contains(head, commit string) (bool, error) {
 	if head == commit {
 		return true, nil
@@ -53,6 +54,16 @@ func (r *Repo) Contains(head, commit string) (bool, error) {
 			return nil
 		}
 		oldest := target.Committer.When.Add(-clockSkew)
+		if err := r.lineage.extend(r.store, h, oldest); err != nil {
+			return err
+		}
+		if ph, ok := r.lineage.index(h); ok {
+			if pc, ok := r.lineage.index(c); ok {
+				found = pc <= ph
+				return nil
+			}
+		}
+		// Off the chain (a merged side, or older than the chain reaches): walk.
 		seen := map[plumbing.Hash]bool{}
 		queue := []plumbing.Hash{h}
 		for len(queue) > 0 {

@@ -55,3 +55,53 @@ func TestContains(t *testing.T) {
 		}
 	}
 }
+
+// TestContainsMergedHistory: on a history with a merge (a hand-made side branch merged
+// into main), commits on main's first-parent line, commits only reachable through the
+// merge and heads off that line are all answered as the history says, whatever order
+// they are asked in.
+func TestContainsMergedHistory(t *testing.T) {
+	t.Parallel()
+	s := newGitServer(t)
+	url := s.newRepo("merged", true)
+	work := t.TempDir()
+	git(t, "", "clone", "-q", s.dir("merged"), work)
+	commit := func(msg string) string {
+		git(t, work, "commit", "-q", "--allow-empty", "-m", msg)
+		return strings.TrimSpace(git(t, work, "rev-parse", "HEAD"))
+	}
+	a := strings.TrimSpace(git(t, work, "rev-parse", "HEAD"))
+	git(t, work, "checkout", "-q", "-b", "side")
+	s1, s2 := commit("s1"), commit("s2")
+	git(t, work, "checkout", "-q", "main")
+	b := commit("b")
+	git(t, work, "merge", "-q", "--no-ff", "-m", "m", "side")
+	m := strings.TrimSpace(git(t, work, "rev-parse", "HEAD"))
+	c := commit("c")
+	git(t, work, "push", "-q", "origin", "main")
+	r := open(t, testOptions(url))
+
+	for _, tc := range []struct {
+		name         string
+		head, commit string
+		want         bool
+	}{
+		{"first-parent line, before the index reaches the head", b, a, true},
+		{"first-parent line, the index extended", c, b, true},
+		{"through the merge", c, s1, true},
+		{"the merge's second parent", m, s2, true},
+		{"a later commit on the line", b, c, false},
+		{"the line's commit from the side", s2, b, false},
+		{"the fork point from the side", s2, a, true},
+		{"side commits in order", s2, s1, true},
+		{"side commits out of order", s1, s2, false},
+		{"a side commit from before the merge", b, s1, false},
+		{"the merge from its parent", s2, m, false},
+		{"the line again, after the side", c, a, true},
+	} {
+		got, err := r.Contains(tc.head, tc.commit)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: Contains = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+}

@@ -32,6 +32,8 @@ type Repo struct {
 	st    sync.Mutex
 	store storage.Storer
 	repo  *git.Repository
+	// lineage numbers the branch's recent first-parent history for Contains (under st).
+	lineage lineage
 	// damaged is set (under st) by a reader that found the local clone unreadable; the
 	// next writer discards the clone and fetches it again.
 	damaged error

@@ -1,0 +1,62 @@
+package gitrepo_test
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkContains: the question the service asks of every cluster it reports on ("has
+// Flux applied this cluster's last commit?") on a busy branch, where Flux's revision is
+// the head and the cluster's commit is 2,500 commits back, all within the clock skew
+// (5,000 commits 10 ms apart: 500 events a second for 50 s). Each iteration asks about
+// another commit of the last 2,500, as a status sweep does.
+func BenchmarkContains(b *testing.B) {
+	const n = 5000
+	ids := busyHistory(b, n)
+	r := open(b, testOptions("file://"+ids.dir))
+	head := ids.commits[n-1]
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ok, err := r.Contains(head, ids.commits[n/2+i%(n/2)])
+		if err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}
+
+type history struct {
+	dir     string
+	commits []string // oldest first
+}
+
+// busyHistory makes a bare repository whose main branch is n commits 10 ms apart, each
+// changing one file, with git fast-import.
+func busyHistory(b *testing.B, n int) history {
+	b.Helper()
+	dir := bareRepo(b, b.TempDir()+"/busy.git")
+	var in strings.Builder
+	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for i := range n {
+		when := start.Add(time.Duration(i) * 10 * time.Millisecond).Unix()
+		msg := fmt.Sprintf("event %d", i)
+		file := fmt.Sprintf("node_count: %d\n", i)
+		fmt.Fprintf(&in, "commit refs/heads/main\nmark :%d\ncommitter b <b@example.org> %d +0000\ndata %d\n%s\n", i+1, when, len(msg), msg)
+		fmt.Fprintf(&in, "M 100644 inline clusters/c%d.yaml\ndata %d\n%s\n", i%100, len(file), file)
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet", "--export-marks=marks")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("git fast-import: %v\n%s", err, out)
+	}
+	h := history{dir: dir, commits: make([]string, n)}
+	out := git(b, dir, "rev-list", "--reverse", "main")
+	copy(h.commits, strings.Fields(out))
+	if len(strings.Fields(out)) != n {
+		b.Fatalf("fast-import made %d commits, want %d", len(strings.Fields(out)), n)
+	}
+	return h
+}
