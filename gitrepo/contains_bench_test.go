@@ -15,18 +15,19 @@ import (
 // another commit of the last 2,500, as a status sweep does.
 func BenchmarkContains(b *testing.B) {
 	const n = 5000
-	ids := busyHistory(b, n)
-	r := open(b, testOptions("file://"+ids.dir))
-	head := ids.commits[n-1]
+	busy := busyHistory(b, n)
+	r := open(b, testOptions("file://"+busy.dir))
+	head := busy.commits[n-1]
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ok, err := r.Contains(head, ids.commits[n/2+i%(n/2)])
+		ok, err := r.Contains(head, busy.commits[n/2+i%(n/2)])
 		if err != nil || !ok {
 			b.Fatal(ok, err)
 		}
 	}
 }
 
+// history is a repository on disk and its main branch's commits.
 type history struct {
 	dir     string
 	commits []string // oldest first
@@ -43,10 +44,10 @@ func busyHistory(b *testing.B, n int) history {
 		when := start.Add(time.Duration(i) * 10 * time.Millisecond).Unix()
 		msg := fmt.Sprintf("event %d", i)
 		file := fmt.Sprintf("node_count: %d\n", i)
-		fmt.Fprintf(&in, "commit refs/heads/main\nmark :%d\ncommitter b <b@example.org> %d +0000\ndata %d\n%s\n", i+1, when, len(msg), msg)
+		fmt.Fprintf(&in, "commit refs/heads/main\ncommitter b <b@example.org> %d +0000\ndata %d\n%s\n", when, len(msg), msg)
 		fmt.Fprintf(&in, "M 100644 inline clusters/c%d.yaml\ndata %d\n%s\n", i%100, len(file), file)
 	}
-	cmd := exec.Command("git", "fast-import", "--quiet", "--export-marks=marks")
+	cmd := exec.Command("git", "fast-import", "--quiet")
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(in.String())
 	if out, err := cmd.CombinedOutput(); err != nil {
