@@ -54,11 +54,21 @@ func (r *Repo) Contains(head, commit string) (bool, error) {
 			return nil
 		}
 		oldest := target.Committer.When.Add(-clockSkew)
-		if err := r.lineage.extend(r.store, h, oldest); err != nil {
+		if err := r.lineage.extend(r.store, h, oldest, true); err != nil {
 			return err
 		}
 		if ph, ok := r.lineage.index(h); ok {
-			if pc, ok := r.lineage.index(c); ok {
+			pc, ok := r.lineage.index(c)
+			if !ok {
+				// A commit after head (not applied yet, the usual answer under load)
+				// continues the chain past it: number it rather than walk back from head
+				// through every commit of the skew without meeting it.
+				if err := r.lineage.extend(r.store, c, oldest, false); err != nil {
+					return err
+				}
+				pc, ok = r.lineage.index(c)
+			}
+			if ok {
 				found = pc <= ph
 				return nil
 			}

@@ -27,6 +27,8 @@ type lineage struct {
 	order []plumbing.Hash
 	base  int64
 	limit int // of commits held; 0 is maxLineage
+	// newest is the commit time of the chain's newest commit.
+	newest time.Time
 }
 
 // index reports c's number, if c is on the chain.
@@ -36,21 +38,32 @@ func (l *lineage) index(c plumbing.Hash) (int64, bool) {
 }
 
 // extend adds h and the commits between the chain's newest commit and h, when h
-// continues the chain along first parents, and otherwise leaves the chain alone; when h
-// reaches no commit of the chain before oldest (or the chain is empty), the chain starts
-// again as h's first-parent history back to oldest, if it has any. It walks only commits
-// it has not numbered, so a sequence of heads costs the commits between them, once.
-func (l *lineage) extend(s storer.EncodedObjectStorer, h plumbing.Hash, oldest time.Time) error {
+// continues the chain along first parents, and otherwise leaves the chain alone. When h
+// reaches no commit of the chain before oldest (or the chain is empty) and restart is set,
+// the chain starts again as h's first-parent history back to oldest, if it has any.
+// Without restart the walk also stops at the chain's newest commit time less the clock
+// skew: a commit that continues the chain is no older than that. It walks only commits it
+// has not numbered, so a sequence of heads costs the commits between them, once.
+func (l *lineage) extend(s storer.EncodedObjectStorer, h plumbing.Hash, oldest time.Time, restart bool) error {
 	if _, ok := l.pos[h]; ok {
 		return nil
 	}
+	if !restart {
+		if len(l.order) == 0 {
+			return nil
+		}
+		if b := l.newest.Add(-clockSkew); b.After(oldest) {
+			oldest = b
+		}
+	}
 	var walked []plumbing.Hash // newest first
+	var newest time.Time       // h's commit time
 	for id := h; ; {
 		if _, ok := l.pos[id]; ok {
 			if id != l.order[len(l.order)-1] {
 				return nil // h forks off the chain: not indexed
 			}
-			l.append(walked)
+			l.append(walked, newest)
 			return nil
 		}
 		cm, err := object.GetCommit(s, id)
@@ -63,20 +76,25 @@ func (l *lineage) extend(s storer.EncodedObjectStorer, h plumbing.Hash, oldest t
 		if cm.Committer.When.Before(oldest) {
 			break
 		}
+		if len(walked) == 0 {
+			newest = cm.Committer.When
+		}
 		walked = append(walked, id)
 		if len(cm.ParentHashes) == 0 {
 			break
 		}
 		id = cm.ParentHashes[0]
 	}
-	if len(walked) > 0 { // else nothing is known of h: keep what is
-		l.reset(walked)
+	if restart && len(walked) > 0 { // else nothing is known of h: keep what is
+		l.reset(walked, newest)
 	}
 	return nil
 }
 
-// append numbers walked (newest first) after the chain's newest commit.
-func (l *lineage) append(walked []plumbing.Hash) {
+// append numbers walked (newest first, the first committed at newest) after the chain's
+// newest commit.
+func (l *lineage) append(walked []plumbing.Hash, newest time.Time) {
+	l.newest = newest
 	for i := len(walked) - 1; i >= 0; i-- {
 		l.pos[walked[i]] = l.base + int64(len(l.order))
 		l.order = append(l.order, walked[i])
@@ -95,10 +113,10 @@ func (l *lineage) append(walked []plumbing.Hash) {
 	}
 }
 
-// reset starts the chain again with walked (newest first).
-func (l *lineage) reset(walked []plumbing.Hash) {
+// reset starts the chain again with walked (newest first, the first committed at newest).
+func (l *lineage) reset(walked []plumbing.Hash, newest time.Time) {
 	l.pos = make(map[plumbing.Hash]int64, len(walked))
 	l.order = l.order[:0]
 	l.base = 0
-	l.append(walked)
+	l.append(walked, newest)
 }

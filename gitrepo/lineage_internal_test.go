@@ -50,8 +50,9 @@ func checkNumbers(t *testing.T, l *lineage) {
 }
 
 // TestLineage: heads that continue the line extend it by the commits between; a head that
-// forks off it is not indexed; one that reaches none of it starts it again; the index
-// never holds more than its limit, dropping the oldest, and stops at the time bound.
+// forks off it is not indexed; one that reaches none of it starts it again, where a commit
+// asked about only ever extends it; the index never holds more than its limit, dropping
+// the oldest, and stops at the time bound.
 func TestLineage(t *testing.T) {
 	t.Parallel()
 	s := memory.NewStorage()
@@ -60,7 +61,7 @@ func TestLineage(t *testing.T) {
 	l := &lineage{limit: 16}
 
 	// Only as far back as the time bound.
-	if err := l.extend(s, line[9], start.Add(5*time.Second)); err != nil {
+	if err := l.extend(s, line[9], start.Add(5*time.Second), true); err != nil {
 		t.Fatal(err)
 	}
 	checkNumbers(t, l)
@@ -69,7 +70,7 @@ func TestLineage(t *testing.T) {
 	}
 	// Continuing heads add what is between, and trimming keeps the newest.
 	for _, h := range []int{12, 20, 39} {
-		if err := l.extend(s, line[h], start); err != nil {
+		if err := l.extend(s, line[h], start, true); err != nil {
 			t.Fatal(err)
 		}
 		checkNumbers(t, l)
@@ -89,15 +90,37 @@ func TestLineage(t *testing.T) {
 	// A head forking off the line (from commit 35) is left to the walk.
 	fork := commitLine(t, s, line[35], start.Add(time.Hour), 3, "fork")
 	before := len(l.order)
-	if err := l.extend(s, fork[2], start); err != nil {
+	if err := l.extend(s, fork[2], start, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := l.index(fork[2]); ok || len(l.order) != before {
 		t.Errorf("a forked head was indexed (%d commits, from %d)", len(l.order), before)
 	}
-	// A head that reaches nothing of the line (another root) starts it again.
+	// Without restart (a commit asked about, not a head): one that continues the line is
+	// numbered after it; one from another root leaves the line as it is.
+	more := commitLine(t, s, line[39], start.Add(40*time.Second), 2, "more")
 	other := commitLine(t, s, plumbing.ZeroHash, start.Add(2*time.Hour), 4, "other")
-	if err := l.extend(s, other[3], start); err != nil {
+	for _, c := range []plumbing.Hash{more[1], other[3], fork[2]} {
+		if err := l.extend(s, c, start, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkNumbers(t, l)
+	p39, _ := l.index(line[39])
+	if p, ok := l.index(more[1]); !ok || p != p39+2 {
+		t.Errorf("a commit continuing the line: number %d (%v), want %d", p, ok, p39+2)
+	}
+	for _, c := range []plumbing.Hash{other[3], fork[2]} {
+		if _, ok := l.index(c); ok {
+			t.Errorf("%v is numbered without being on the line", c)
+		}
+	}
+	if _, ok := l.index(line[39]); !ok {
+		t.Error("a commit off the line, asked without restart, dropped the line")
+	}
+
+	// A head that reaches nothing of the line (another root) starts it again.
+	if err := l.extend(s, other[3], start, true); err != nil {
 		t.Fatal(err)
 	}
 	checkNumbers(t, l)
@@ -106,7 +129,7 @@ func TestLineage(t *testing.T) {
 	}
 	// A head that is not in the store, or older than the bound, changes nothing.
 	for _, h := range []plumbing.Hash{plumbing.NewHash("1234567890123456789012345678901234567890"), line[39]} {
-		if err := l.extend(s, h, start.Add(3*time.Hour)); err != nil {
+		if err := l.extend(s, h, start.Add(3*time.Hour), true); err != nil {
 			t.Fatal(err)
 		}
 		if len(l.order) != 4 || l.order[3] != other[3] {
