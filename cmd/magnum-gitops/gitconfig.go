@@ -80,9 +80,9 @@ func readSecretFile(field, path string) (string, error) {
 }
 
 // checkGitURL refuses a repository URL that carries a user, password or token (see
-// generator.URLCarriesCredentials): credentials come
-// from files (git.auth), never from the configuration, where they would reach logs, error
-// messages and the on-disk cache's config. No error quotes the URL.
+// generator.URLCarriesCredentials): credentials come from files (git.auth), never from the
+// configuration, where they would reach logs, error messages and the on-disk cache's
+// config. No error quotes the URL.
 func checkGitURL(raw string) error {
 	if !strings.Contains(raw, "://") {
 		return nil // scp-like user@host:path has no password
