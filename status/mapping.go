@@ -57,15 +57,18 @@ func Evaluate(v View, o Objects, opts Options) Report {
 		}
 	}
 	r.COEVersion = cmp.Or(stringAt(o.ControlPlane, "status", "version"), stringAt(o.ControlPlane, "spec", "version"))
-	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, cc)
+	// Whether Flux has applied the operation's commit is asked once (Options.Includes may
+	// walk the repository) and decides for the cluster and its node groups alike.
+	pending := revisionPending(v, o, opts)
+	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, cc, pending)
 	r.HealthStatus, r.HealthReason = health(v, o, cc)
 
 	action := v.Status.Action()
 	switch {
 	case action == v1alpha1.ActionDelete:
-		r.Status, r.StatusReason, r.SecretsRemovable = deleting(v, o, opts, cc)
+		r.Status, r.StatusReason, r.SecretsRemovable = deleting(v, o, opts, cc, pending)
 	case v.Status == v1alpha1.CreateInProgress || v.Status == v1alpha1.UpdateInProgress:
-		b := progress(v, o, opts, cc)
+		b := progress(v, o, opts, cc, pending)
 		switch {
 		case b == nil:
 			r.Status = v1alpha1.StatusOf(action, v1alpha1.Complete)
@@ -96,14 +99,9 @@ func deadline(a v1alpha1.Action, opts Options) time.Duration {
 // deleting: DELETE_IN_PROGRESS while the CAPI Cluster exists, DELETE_COMPLETE once it is
 // gone (and Flux has dropped the HelmRelease), which is when Secrets may go. Neither
 // before Flux has applied the delete's revision: a create that Flux has not applied yet
-// has no HelmRelease and no Cluster either, and would make them once it is.
-func deleting(v View, o Objects, opts Options, cc conditionCache) (v1alpha1.ClusterStatus, string, bool) {
-	pending := ""
-	if k := o.Kustomization; k != nil && v.Revision != "" {
-		if applied, ok := fluxApplied(k, v.Revision, opts); !ok {
-			pending = fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none"))
-		}
-	}
+// has no HelmRelease and no Cluster either, and would make them once it is (pending is
+// revisionPending's answer).
+func deleting(v View, o Objects, opts Options, cc conditionCache, pending string) (v1alpha1.ClusterStatus, string, bool) {
 	if v.Status != v1alpha1.DeleteInProgress {
 		return v.Status, "", o.Cluster == nil && o.HelmRelease == nil && pending == ""
 	}
@@ -131,9 +129,10 @@ func deleting(v View, o Objects, opts Options, cc conditionCache) (v1alpha1.Clus
 	return v1alpha1.DeleteInProgress, reason, false
 }
 
-// progress returns what blocks a create or update, nil when it is done.
-func progress(v View, o Objects, opts Options, cc conditionCache) *blocker {
-	if b := gitopsChain(v, o, opts, cc); b != nil {
+// progress returns what blocks a create or update, nil when it is done; pending is
+// revisionPending's answer.
+func progress(v View, o Objects, opts Options, cc conditionCache, pending string) *blocker {
+	if b := gitopsChain(v, o, pending, cc); b != nil {
 		return b
 	}
 	if o.Cluster == nil {
@@ -175,12 +174,11 @@ func progress(v View, o Objects, opts Options, cc conditionCache) *blocker {
 }
 
 // gitopsChain reports what stands between the commit and Helm: Flux not having applied
-// the revision, the HelmRelease not yet reconciled, or Helm failing.
-func gitopsChain(v View, o Objects, opts Options, cc conditionCache) *blocker {
-	if k := o.Kustomization; k != nil && v.Revision != "" {
-		if applied, ok := fluxApplied(k, v.Revision, opts); !ok {
-			return &blocker{reason: fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none"))}
-		}
+// the revision (pending, revisionPending's answer), the HelmRelease not yet reconciled, or
+// Helm failing.
+func gitopsChain(v View, o Objects, pending string, cc conditionCache) *blocker {
+	if pending != "" {
+		return &blocker{reason: pending}
 	}
 	hr := o.HelmRelease
 	if hr == nil {
@@ -203,6 +201,21 @@ func gitopsChain(v View, o Objects, opts Options, cc conditionCache) *blocker {
 		return &blocker{reason: "HelmRelease " + v.StackID + ": " + helmMessage(ready)}
 	}
 	return &blocker{reason: "HelmRelease " + v.StackID + ": " + cmp.Or(ready.Message, "Helm release in progress")}
+}
+
+// revisionPending says what the operation waits for while Flux has not applied the commit
+// that carries it ("" once it has, or when the Kustomization or the commit is unknown):
+// until then the objects describe the state before the operation. The cluster (gitopsChain,
+// deleting) and each of its node groups (nodeGroups) wait on this one rule.
+func revisionPending(v View, o Objects, opts Options) string {
+	k := o.Kustomization
+	if k == nil || v.Revision == "" {
+		return ""
+	}
+	if applied, ok := fluxApplied(k, v.Revision, opts); !ok {
+		return fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none"))
+	}
+	return ""
 }
 
 // helmMessage phrases a Flux condition: "Helm upgrade failed: <message>".

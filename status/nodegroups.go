@@ -24,7 +24,12 @@ const (
 // each group's objects decide its state, and the state completes or fails the group's
 // current action. Worker counts come from the MachineDeployment's replicas, which the
 // autoscaler sets.
-func nodeGroups(v View, o Objects, opts Options, cc conditionCache) (out []NodeGroupReport, nodes, masters int) {
+//
+// A group in an operation ends only once Flux has applied the operation's commit, the
+// cluster's own rule (notApplied is revisionPending's answer): before that its
+// MachineDeployment still shows the old, ready state, and an update or upgrade would read
+// as complete at once.
+func nodeGroups(v View, o Objects, opts Options, cc conditionCache, notApplied string) (out []NodeGroupReport, nodes, masters int) {
 	for _, ng := range v.NodeGroups {
 		rep := NodeGroupReport{Name: ng.Name, Status: ng.Status, NodeCount: ng.NodeCount}
 		action := ng.Status.Action()
@@ -62,6 +67,8 @@ func nodeGroups(v View, o Objects, opts Options, cc conditionCache) (out []NodeG
 			}
 		}
 		switch {
+		case notApplied != "" && ng.Status.Outcome() == v1alpha1.InProgress:
+			// Not applied yet: the objects cannot end the operation.
 		case action == v1alpha1.ActionDelete && state == notPresent:
 			rep.Gone = !ng.IsDefault
 			rep.Status = v1alpha1.DeleteComplete
