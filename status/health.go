@@ -51,10 +51,15 @@ func health(v View, o Objects, cc conditionCache) (v1alpha1.HealthStatus, map[st
 			continue
 		}
 		md := find(o.MachineDeployments, magnum.ChartComponentName(v.StackID, magnum.SanitizedName(ng.Name)))
-		if md == nil {
+		switch {
+		case md == nil && ng.Status.Action() == v1alpha1.ActionDelete:
+			// Being deleted: no MachineDeployment is the delete done, not a missing resource.
+		case md == nil:
 			groups = append(groups, ng.Name+" resource not found.")
-		} else if w := cc.conditions(md).Waiting(); len(w) > 0 {
-			groups = append(groups, ng.Name+" waiting on "+pyList(w))
+		default:
+			if w := cc.conditions(md).Waiting(); len(w) > 0 {
+				groups = append(groups, ng.Name+" waiting on "+pyList(w))
+			}
 		}
 	}
 	reasons["nodegroup"] = "Ready"
