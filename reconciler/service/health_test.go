@@ -21,7 +21,9 @@ import (
 // magnumAPI is a stand-in for the Magnum API's GET and PATCH /v1/clusters/{uuid}, built
 // from the documented shapes (JSON Patch, microversion header, 202; the cluster's
 // health_status, health_status_reason and node_count): the real API needs RabbitMQ and a
-// conductor. It records every patch and keeps what the patches wrote, for GET.
+// conductor. It records every patch and keeps what the patches wrote, for GET. As Magnum
+// 15 does (status/report's recording of its API code), it takes health_status_reason only
+// as text, which it stores as the map GET shows.
 type magnumAPI struct {
 	t       *testing.T
 	mu      sync.Mutex
@@ -63,7 +65,18 @@ func (m *magnumAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.state[uuid] = map[string]any{}
 	}
 	for _, op := range patch {
-		m.state[uuid][strings.TrimPrefix(op["path"].(string), "/")] = op["value"]
+		value := op["value"]
+		if op["path"] == "/health_status_reason" {
+			text, ok := value.(string)
+			var reason map[string]string
+			if !ok || json.Unmarshal([]byte(text), &reason) != nil {
+				m.t.Errorf("health_status_reason %#v: Magnum takes a mapping as text", value)
+				http.Error(w, `{"errors":[{"detail":"Wrong type"}]}`, http.StatusBadRequest)
+				return
+			}
+			value = reason
+		}
+		m.state[uuid][strings.TrimPrefix(op["path"].(string), "/")] = value
 	}
 	w.WriteHeader(http.StatusAccepted)
 	_, _ = w.Write([]byte(`{"uuid":"` + uuid + `"}`))

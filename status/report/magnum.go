@@ -44,7 +44,7 @@ func (m *MagnumReporter) Report(ctx context.Context, r status.Report, known Know
 			ops = append(ops, clusters.UpdateOpts{Op: clusters.ReplaceOp, Path: "/health_status", Value: r.HealthStatus})
 		}
 		if !sameReasons(r.HealthReason, known.HealthReason) {
-			ops = append(ops, clusters.UpdateOpts{Op: clusters.ReplaceOp, Path: "/health_status_reason", Value: r.HealthReason})
+			ops = append(ops, clusters.UpdateOpts{Op: clusters.ReplaceOp, Path: "/health_status_reason", Value: reasonsText(r.HealthReason)})
 		}
 	}
 	if r.NodeCount != known.NodeCount && r.NodeCount > 0 && r.Status.Outcome() == v1alpha1.Complete {
@@ -101,6 +101,18 @@ func (m *MagnumReporter) client() *gophercloud.ServiceClient {
 		c.Type = "container-infrastructure-management"
 	}
 	return &c
+}
+
+// reasonsText is health_status_reason as Magnum's PATCH takes it: the map as JSON text,
+// which the API turns into the dict it stores (its JSON Patch values may be a string or an
+// integer only; a JSON object is refused with 400 "Wrong type"). What Magnum 15's API code
+// makes of each shape is recorded in testdata/magnum-15-cluster-patch.json.
+func reasonsText(m map[string]string) string {
+	if m == nil {
+		return "{}" // "null" is no mapping to Magnum
+	}
+	b, _ := json.Marshal(m) // a string map always encodes
+	return string(b)
 }
 
 // reasonText is a health_status_reason value as text: strings as they are, anything else

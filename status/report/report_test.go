@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,27 +24,40 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 )
 
-// fakeMagnum implements PATCH /v1/clusters/{uuid} as the Magnum API documents it (JSON
+// fakeMagnum implements PATCH /v1/clusters/{uuid} as Magnum 15's API code does (JSON
 // Patch body, OpenStack-API-Version microversion header, 202 with the uuid), and refuses
-// what Magnum refuses: other paths than node_count and the health fields, bad values.
+// what Magnum refuses: other paths than node_count and the health fields, bad values, and
+// a value that is neither a string nor an integer — health_status_reason is JSON text
+// the API turns into the dict it stores. TestFakeMagnumAgreesWithRecording holds it to
+// what Magnum's own code answered (testdata/magnum-15-cluster-patch.json); it accepts only
+// JSON text, a subset of the Python literals Magnum parses.
 // GET /v1/clusters/{uuid} answers 200 with the cluster's fixture body (testdata, in the
 // shape of the Magnum API reference's "Show details of a cluster") or 404 with Magnum's
 // error envelope for a cluster it does not hold.
 type fakeMagnum struct {
 	t *testing.T
+	// refusals, when set, lets the fake refuse without failing the test.
+	refusals bool
 	// clusters maps a uuid to its GET response body.
 	clusters map[string][]byte
 	mu       sync.Mutex
 	gets     int
 	patches  [][]map[string]any
+	// updates are, per accepted PATCH, the values Magnum hands its conductor: the patched
+	// fields, health_status_reason parsed into its map.
+	updates []map[string]any
 }
 
 func (f *fakeMagnum) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fail := func(code int, msg string) {
-		f.t.Errorf("fake Magnum: %s", msg)
-		http.Error(w, `{"errors":[{"detail":"`+msg+`"}]}`, code)
+		if !f.refusals {
+			f.t.Errorf("fake Magnum: %s", msg)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]any{{"status": code, "detail": msg}}})
 	}
 	if r.Method != http.MethodPatch && r.Method != http.MethodGet {
 		fail(http.StatusMethodNotAllowed, "method "+r.Method)
@@ -85,40 +100,59 @@ func (f *fakeMagnum) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "body is not a JSON patch: "+string(body))
 		return
 	}
+	update := map[string]any{}
 	for _, op := range patch {
 		if op["op"] != "replace" {
 			fail(http.StatusBadRequest, "op "+op["op"].(string))
 			return
 		}
-		switch op["path"] {
+		// JsonPatchType.value is MultiType(text, int): a JSON object or list is refused
+		// before any path is looked at.
+		switch v := op["value"].(type) {
+		case string:
+		case float64:
+			if v != math.Trunc(v) {
+				fail(http.StatusBadRequest, "Wrong type. Expected str or int, got float")
+				return
+			}
+		default:
+			fail(http.StatusBadRequest, "Wrong type. Expected str or int, got "+pyType(v))
+			return
+		}
+		path, _ := op["path"].(string)
+		switch path {
 		case "/health_status":
 			if s, _ := op["value"].(string); s != "HEALTHY" && s != "UNHEALTHY" && s != "UNKNOWN" {
 				fail(http.StatusBadRequest, "health_status value")
 				return
 			}
+			update["health_status"] = op["value"]
 		case "/health_status_reason":
-			m, ok := op["value"].(map[string]any)
-			if !ok {
-				fail(http.StatusBadRequest, "health_status_reason must be a dict")
+			text, _ := op["value"].(string)
+			var m map[string]string
+			if err := json.Unmarshal([]byte(text), &m); err != nil || m == nil {
+				fail(http.StatusBadRequest, "Couldn't apply patch: health_status_reason is not a mapping of strings: "+text)
 				return
 			}
-			for _, v := range m {
-				if _, ok := v.(string); !ok {
-					fail(http.StatusBadRequest, "health_status_reason values must be strings")
-					return
-				}
-			}
+			update["health_status_reason"] = m
 		case "/node_count":
-			if n, ok := op["value"].(float64); !ok || n < 0 {
+			n, ok := op["value"].(float64)
+			if !ok || n < 0 {
 				fail(http.StatusBadRequest, "node_count")
 				return
 			}
+			update["node_count"] = int(n)
+		case "/api_address", "/node_addresses", "/master_addresses", "/stack_id", "/uuid", "/id",
+			"/created_at", "/updated_at", "/links", "/project_id", "/user_id":
+			fail(http.StatusBadRequest, fmt.Sprintf("'%s' is an internal attribute and can not be updated", path))
+			return
 		default:
-			fail(http.StatusBadRequest, "cannot change cluster property(ies): "+op["path"].(string))
+			fail(http.StatusBadRequest, "cannot change cluster property(ies): "+path)
 			return
 		}
 	}
 	f.patches = append(f.patches, patch)
+	f.updates = append(f.updates, update)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
 	json.NewEncoder(w).Encode(map[string]string{"uuid": uuid})
@@ -261,4 +295,19 @@ func TestMagnumReporterKnown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pyType names a JSON value's type as Python does in Magnum's "Wrong type" error.
+func pyType(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "dict"
+	case []any:
+		return "list"
+	case bool:
+		return "bool"
+	case nil:
+		return "NoneType"
+	}
+	return fmt.Sprintf("%T", v)
 }
