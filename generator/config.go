@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
@@ -146,6 +148,9 @@ type FluxConfig struct {
 	Git FluxGitConfig `json:"git,omitempty"`
 	// DecryptionSecret holds the age key the per-namespace Kustomizations decrypt with.
 	DecryptionSecret string `json:"decryption_secret"`
+	// PostRenderers are the site's own patches to the chart's rendered objects, as in a
+	// HelmRelease's spec.postRenderers (sitepostrender.go).
+	PostRenderers []helmv2.PostRenderer `json:"post_renderers,omitempty"`
 }
 
 // Duration is a time.Duration written as Go/Kubernetes duration text ("5m", "1h30m").
@@ -305,6 +310,7 @@ func (c *Config) Validate() error {
 		p.add("flux.drift_detection", "must be one of enabled, warn, disabled, got %q", f.DriftDetection)
 	}
 	f.validateLayout(&p, c.Format)
+	f.validatePostRenderers(&p, c.Format)
 	if c.Format != FormatFlux && c.Format != FormatArgo {
 		p.add("format", "must be flux or argo, got %q", c.Format)
 	}

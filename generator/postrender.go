@@ -52,13 +52,15 @@ func (r *render) postRender(field, what, group, kind, name string, patch map[str
 	})
 }
 
-// postRenderers is the HelmRelease's spec.postRenderers: nil when nothing needs patching,
-// so HelmReleases without these features stay as they were.
+// postRenderers is the HelmRelease's spec.postRenderers: the generator's own patches, then
+// the site's (flux.post_renderers); nil when there are none, so HelmReleases without these
+// features stay as they were.
 func (r *render) postRenderers() []helmv2.PostRenderer {
-	if len(r.patches) == 0 {
-		return nil
+	var out []helmv2.PostRenderer
+	if len(r.patches) > 0 {
+		out = append(out, helmv2.PostRenderer{Kustomize: &helmv2.Kustomize{Patches: r.patches}})
 	}
-	return []helmv2.PostRenderer{{Kustomize: &helmv2.Kustomize{Patches: r.patches}}}
+	return append(out, r.sitePostRenderers()...)
 }
 
 // controlPlaneName is the chart's KubeadmControlPlane name.
