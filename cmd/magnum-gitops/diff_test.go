@@ -43,6 +43,12 @@ func TestDiff(t *testing.T) {
 			t.Errorf("a secret value is in the diff (%.8s…)", secret)
 		}
 	}
+	// A site post-renderer added to the configuration shows in the HelmRelease of each cluster.
+	cfg := fileWriter(t)("post-renderers.yaml", "flux: {post_renderers: [{kustomize: {patches: [{target: {group: cluster.x-k8s.io, kind: Cluster}, patch: '[{op: replace, path: /spec/paused, value: true}]'}]}}]}\n")
+	out, _, err = run(t, "", "diff", "-f", fixture, "--dir", dir, "--insecure-plaintext-secrets", "--config", cfg)
+	if !errors.Is(err, errDifferences) || !strings.Contains(out, "+  postRenderers:") || !strings.Contains(out, "/spec/paused") {
+		t.Fatalf("err = %v, want the HelmRelease's new post-renderer in the diff:\n%s", err, out)
+	}
 	_, _, err = run(t, "apiVersion: magnum-gitops.io/v1alpha1\nkind: ClusterEvent\noperation: explode\n", "diff", "-f", "-", "--dir", dir)
 	if exitCode(&bytes.Buffer{}, err) != 2 || !strings.Contains(err.Error(), "operation") {
 		t.Errorf("bad input: %v, want exit 2 naming the field", err)

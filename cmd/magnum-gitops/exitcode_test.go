@@ -38,6 +38,12 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"not a duration", []string{"render", "-f", event, "--config", write("cg.yaml", "openstack: {poller: {create_grace: soon}}\n")}, "openstack.poller.create_grace: must be a duration"},
 		{"negative create grace", []string{"render", "-f", event, "--config", write("ncg.yaml", "openstack: {poller: {create_grace: -1m}}\n")}, "openstack.poller.create_grace: must not be negative"},
 		{"unknown application credential mode", []string{"render", "-f", event, "--config", write("ac.yaml", "openstack: {poller: {application_credentials: foo}}\n")}, "openstack.poller.application_credentials"},
+		{"site post-renderers with argo", []string{"render", "-f", event, "--format", "argo", "--config", write("pr.yaml",
+			"flux: {post_renderers: [{kustomize: {patches: [{target: {kind: Cluster}, patch: '[{op: remove, path: /spec/paused}]'}]}}]}\n")},
+			"flux.post_renderers: Argo CD Applications have no post-renderers"},
+		{"a site post-renderer kustomize cannot apply", []string{"render", "-f", event, "--config", write("prt.yaml",
+			"flux: {post_renderers: [{kustomize: {patches: [{patch: '[{op: remove, path: /spec/paused}]'}]}}]}\n")},
+			"flux.post_renderers[0].kustomize.patches[0].target: must be set"},
 		{"missing signing key", []string{"apply", "-f", event, "--insecure-plaintext-secrets", "--config",
 			write("sk.yaml", "git: {url: file:///nonexistent.git, author: {name: a, email: a@example.org}, signing_key_file: "+filepath.Join(dir, "absent.asc")+"}\n")}, "git.signing_key_file"},
 	} {
