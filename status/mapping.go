@@ -3,14 +3,15 @@ package status
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
-
-	"github.com/magnum-gitops/magnum-gitops/magnum"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
 // DefaultOptions are the defaults of the judgement.
@@ -115,6 +116,15 @@ func deleting(v View, o Objects, opts Options, cc conditionCache, pending string
 			reason = "Cluster " + v.StackID + ": " + cmp.Or(d.Message, d.Reason)
 		} else if o.Cluster.GetDeletionTimestamp() == nil {
 			reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
+		}
+		// What else holds a Cluster being deleted: CAPI's own finalizer is what its Deleting
+		// condition describes; any other (another controller's, or an operator's) keeps the
+		// object, and the delete, for as long as it stays, and nothing else would say so.
+		if o.Cluster.GetDeletionTimestamp() != nil {
+			others := slices.DeleteFunc(slices.Clone(o.Cluster.GetFinalizers()), func(f string) bool { return f == clusterv1.ClusterFinalizer })
+			if len(others) > 0 {
+				reason += "; held by finalizers " + strings.Join(others, ", ")
+			}
 		}
 	case o.HelmRelease != nil:
 		reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
