@@ -224,13 +224,18 @@ func (s *Server) getStatus(w http.ResponseWriter, r *http.Request) {
 			if s.Applied != nil {
 				a.Revision.Applied, _, _ = s.Applied(rec.Namespace, rec.Revision)
 			}
+		} else if gone, ok := s.Clusters.Gone(rep.ClusterUUID); ok {
+			// DELETE_COMPLETE belongs to the delete: the driver shim takes a terminal
+			// status only from the answer about the event it sent.
+			a.EventID, a.Revision.Desired = gone.Event.ID, gone.Revision
 		}
 		writeJSON(w, http.StatusOK, a)
 	}
 }
 
 // statusAnswer is the body of GET /v1/clusters/{uuid}/status: the judgement with the event
-// it reflects, so a client can ignore an answer older than its last event.
+// it reflects (for a completed delete, the delete's), so a client can ignore an answer
+// about another event than its last.
 type statusAnswer struct {
 	status.Report
 	EventID  string `json:"event_id,omitempty"`

@@ -81,12 +81,15 @@ class Driver(driver.Driver):
     # -- helpers ------------------------------------------------------------------------
 
     def _send(self, operation, context, cluster, template=None, groups=None, nodegroup=None,
-              params=None, secrets=None, osc=None):
-        if template is None:
-            template = cluster.cluster_template
-        if groups is None:
-            groups = event_mod.nodegroups_with(cluster, nodegroup)
+              params=None, secrets=None, osc=None, pending=()):
+        """POST the operation's event; ``pending`` are node groups to save with it first."""
+        event_id = event_mod.new_event_id()
         try:
+            self._record_pending(cluster, event_id, pending)
+            if template is None:
+                template = cluster.cluster_template
+            if groups is None:
+                groups = event_mod.nodegroups_with(cluster, nodegroup)
             resolved = None
             if CONF.gitops.resolve_in_conductor:
                 osc = osc or clients.OpenStackClients(context)
@@ -94,7 +97,7 @@ class Driver(driver.Driver):
                                                interface=CONF.gitops.app_cred_interface)
             ev = event_mod.build(operation, context, cluster, template, groups,
                                  nodegroup=nodegroup, params=params, resolved=resolved,
-                                 secrets=secrets, conductor_host=CONF.host)
+                                 secrets=secrets, event_id=event_id, conductor_host=CONF.host)
             if not ev["context"].get("auth_url") and resolved and resolved.get(
                     "keystone_public_url"):
                 ev["context"]["auth_url"] = resolved["keystone_public_url"]
@@ -112,6 +115,22 @@ class Driver(driver.Driver):
             cluster.stack_id = stack_id
             cluster.save()
         return answer
+
+    @staticmethod
+    def _record_pending(cluster, event_id, groups=()):
+        """Save, before any look-up, that the operation's event is on its way.
+
+        The conductor may have saved the cluster *_IN_PROGRESS already (node group
+        operations do); the look-ups take seconds against a real cloud, and a status pass
+        of any conductor in that window reads the service's answer about the previous
+        event. With the new event id recorded (and the target group's in-progress status
+        saved) that answer ends nothing (status.apply).
+        """
+        if event_mod.record_event(cluster, event_id):
+            cluster.save()
+        for ng in groups:
+            if ng.obj_what_changed():
+                ng.save()
 
     @staticmethod
     def _drop_unused_app_cred(e, osc, context, cluster, app_cred):
@@ -218,15 +237,18 @@ class Driver(driver.Driver):
             nodegroup.stack_id = cluster.stack_id  # saved by the conductor
 
     def update_nodegroup(self, context, cluster, nodegroup):
-        # `nodegroup` is patched but unsaved (the DB still holds the old values); it is
-        # substituted into the event and saved by the conductor afterwards.
-        self._send("update_nodegroup", context, cluster, nodegroup=nodegroup)
+        # `nodegroup` is patched but unsaved, UPDATE_IN_PROGRESS in memory only; it is
+        # saved before the look-ups (the conductor saves the same object, patched, on
+        # success and on failure alike) and substituted into the event.
+        self._send("update_nodegroup", context, cluster, nodegroup=nodegroup,
+                   pending=[nodegroup])
 
     def delete_nodegroup(self, context, cluster, nodegroup):
-        # The conductor sets DELETE_IN_PROGRESS in memory only and saves nothing after us.
-        self._send("delete_nodegroup", context, cluster, nodegroup=nodegroup)
+        # The conductor sets DELETE_IN_PROGRESS in memory only and saves nothing after us:
+        # saved before the look-ups.
         nodegroup.status_reason = None
-        nodegroup.save()
+        self._send("delete_nodegroup", context, cluster, nodegroup=nodegroup,
+                   pending=[nodegroup])
 
     # -- credentials and certificates ------------------------------------------------------
 
@@ -280,8 +302,19 @@ class Driver(driver.Driver):
             LOG.warning("magnum-gitops: status answer for %(u)s ignored (asked for %(c)s)",
                         {"u": doc.get("uuid"), "c": cluster.uuid})
             return
+        # The operation's event as every conductor sees it now: the driver may have recorded
+        # a new one since this pass read the cluster (before the answer was asked for).
+        try:
+            stored = objects.Cluster.get_by_uuid(context, cluster.uuid)
+        except exception.ClusterNotFound:
+            return
+        if stored.status != cluster.status:
+            LOG.debug("magnum-gitops: cluster %(c)s moved to %(s)s during the status pass",
+                      {"c": cluster.uuid, "s": stored.status})
+            return
         groups = status_mod.list_groups(context, cluster)
-        new = status_mod.apply(cluster, doc, groups)
+        new = status_mod.apply(cluster, doc, groups,
+                               event_id=event_mod.recorded_event(stored))
         if new == S.DELETE_COMPLETE:
             self._cleanup_deleted(context, cluster)
         if cluster.obj_what_changed():

@@ -126,6 +126,38 @@ def new_event_id():
     return str(uuidlib.uuid4())
 
 
+# The event of the operation in flight is recorded in the cluster's container_version, in
+# Magnum's database, where the periodic status job of every conductor reads it: Magnum
+# gives drivers no field of their own, and this one is the least seen. Magnum writes it
+# for Heat drivers only, its API serves it read-only, Terraform treats it as computed (no
+# plan ever changes because of it; labels or discovery_url would force a new cluster), and
+# magnum-gitops reports no container version. `openstack coe cluster show` shows the marker.
+EVENT_FIELD = "container_version"
+EVENT_MARKER = "magnum-gitops-event:"
+
+
+def record_event(cluster, event_id):
+    """Mark ``event_id`` as the cluster's operation in flight (the caller saves).
+
+    Returns False when this Magnum's Cluster has no such field (nothing recorded).
+    """
+    if EVENT_FIELD not in cluster.fields:
+        return False
+    setattr(cluster, EVENT_FIELD, EVENT_MARKER + event_id)
+    return True
+
+
+def recorded_event(cluster):
+    """The event id record_event left on the cluster, or None (nothing recorded: a
+    cluster whose operation a driver without this record started)."""
+    if EVENT_FIELD not in cluster.fields or not cluster.obj_attr_is_set(EVENT_FIELD):
+        return None
+    value = getattr(cluster, EVENT_FIELD) or ""
+    if not value.startswith(EVENT_MARKER):
+        return None
+    return value[len(EVENT_MARKER):] or None
+
+
 def build(operation, context, cluster, template, groups, nodegroup=None, params=None,
           resolved=None, secrets=None, event_id=None, conductor_host=None):
     """A ClusterEvent for one driver call.
@@ -137,6 +169,8 @@ def build(operation, context, cluster, template, groups, nodegroup=None, params=
     if operation not in OPERATIONS:
         raise ValueError("unknown operation %r" % operation)
     c = serialize(cluster, CLUSTER_EXCLUDED)
+    if recorded_event(cluster) is not None:
+        c.pop(EVENT_FIELD, None)  # the driver's bookkeeping, not the cluster's
     master_count, node_count = counts(groups)
     c["master_count"] = master_count
     c["node_count"] = node_count

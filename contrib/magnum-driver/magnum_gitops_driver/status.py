@@ -1,5 +1,12 @@
 """Copy the service's status document into Magnum's cluster and node group records.
 
+Event rule: statuses and their reasons are taken only from an answer about the event sent
+for the operation in flight (the answer's ``event_id`` is the one the driver recorded on
+the cluster before it looked anything up, see event.record_event). Two consecutive
+``UPDATE_*`` operations look alike otherwise: an answer about the previous one, read
+between Magnum's UPDATE_IN_PROGRESS and the new event reaching the service, would end the
+new one at once.
+
 Family rule: a record in ``X_IN_PROGRESS`` takes only a status of the same action X from
 the service (``X_IN_PROGRESS``, ``X_COMPLETE``, ``X_FAILED``). Anything else (a stale
 answer about the previous operation, or a record that is not in an operation) leaves the
@@ -34,6 +41,12 @@ def family_status(current, reported):
     return reported
 
 
+def belongs(doc, event_id):
+    """Whether a status document is about ``event_id``, the operation in flight (None:
+    nothing recorded, the family rule alone decides)."""
+    return event_id is None or doc.get("event_id") == event_id
+
+
 def health(doc):
     """(health_status, health_status_reason) from a status document, or (None, None).
 
@@ -51,7 +64,8 @@ def health(doc):
 def apply_nodegroups(cluster, doc, groups, counts_only=False):
     """Update node group records from the document; destroy those reported gone.
 
-    Returns the names of destroyed groups. ``counts_only`` (the health job) touches only the
+    Returns the names of destroyed groups. ``counts_only`` (the health job, or an answer about another event than the operation's)
+    touches only the
     node counts of groups that are not in an operation.
     """
     reported = {}
@@ -87,22 +101,28 @@ def apply_nodegroups(cluster, doc, groups, counts_only=False):
     return destroyed
 
 
-def apply(cluster, doc, groups):
+def apply(cluster, doc, groups, event_id=None):
     """Apply a status document to a cluster in an operation. Saves what changed.
 
-    Returns the new cluster status when it changed, else None.
+    ``event_id`` is the operation's recorded event: an answer about another event changes
+    no status (api_address, coe_version, health and the counts of groups at rest still
+    follow). Returns the new cluster status when it changed, else None.
     """
     changed_status = None
-    new = family_status(cluster.status, doc.get("status"))
-    apply_nodegroups(cluster, doc, groups)
+    ours = belongs(doc, event_id)
+    if not ours:
+        LOG.debug("magnum-gitops: status of cluster %(c)s is about event %(a)s, the "
+                  "operation in flight sent %(e)s: statuses kept",
+                  {"c": cluster.uuid, "a": doc.get("event_id"), "e": event_id})
+    new = family_status(cluster.status, doc.get("status")) if ours else None
+    apply_nodegroups(cluster, doc, groups, counts_only=not ours)
     if new:
         LOG.info("magnum-gitops: cluster %(c)s %(old)s -> %(new)s",
                  {"c": cluster.uuid, "old": cluster.status, "new": new})
         cluster.status = new
         cluster.status_reason = doc.get("status_reason") or None
         changed_status = new
-    elif (_action(doc.get("status")) == _action(cluster.status)
-          and in_progress(cluster.status) and doc.get("status") == cluster.status):
+    elif (ours and in_progress(cluster.status) and doc.get("status") == cluster.status):
         reason = doc.get("status_reason") or None
         if reason != cluster.status_reason:
             cluster.status_reason = reason

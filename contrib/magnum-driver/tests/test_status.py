@@ -10,6 +10,8 @@ import testtools
 from magnum import objects
 
 from magnum_gitops_driver import client as client_mod
+from magnum_gitops_driver import event as event_mod
+from magnum_gitops_driver import resolve as resolve_mod
 from magnum_gitops_driver import status as status_mod
 
 from tests import base
@@ -68,8 +70,10 @@ class StatusTestCase(base.DriverTestCase):
         self.cluster = self.create_cluster()
 
     def doc(self, status, reason="", nodegroups=None, **kw):
+        """The service's answer; by default about the last event the driver sent."""
         d = {"uuid": self.cluster.uuid, "stack_id": self.cluster.stack_id,
-             "event_id": "e", "status": status, "status_reason": reason,
+             "event_id": self.posts.events[-1]["id"], "status": status,
+             "status_reason": reason,
              "api_address": "https://192.0.2.10:6443", "coe_version": "v1.33.7",
              "node_count": 2, "master_count": 1,
              "nodegroups": nodegroups if nodegroups is not None else [
@@ -194,6 +198,82 @@ class TestUpdateClusterStatus(StatusTestCase):
         left = {kp.uuid for kp in objects.X509KeyPair.list(self.admin_context())}
         self.assertEqual(set(), set(refs) & left)  # all four (Zed removes none itself)
         self.assertEqual({"trust": c.trust_id}, keystone_deleted)
+
+
+class TestEventRule(StatusTestCase):
+    """A status is taken only from the answer about the event of the operation in flight."""
+
+    ROWS = [{"name": "default-master", "status": "UPDATE_COMPLETE", "node_count": 1},
+            {"name": "default-worker", "status": "UPDATE_COMPLETE", "node_count": 2}]
+
+    def test_answer_about_another_event_changes_no_status(self):
+        c = self.set_status(self.cluster, "UPDATE_IN_PROGRESS")
+        self.doc("UPDATE_COMPLETE", "done", event_id="the-previous-event", nodegroups=self.ROWS)
+        self.sync_status()
+        c = self.reload(c)
+        self.assertEqual(("UPDATE_IN_PROGRESS", None), (c.status, c.status_reason))
+        self.assertEqual({"UPDATE_IN_PROGRESS"}, {ng.status for ng in self.groups(c).values()})
+        self.assertEqual("https://192.0.2.10:6443", c.api_address)  # not a status
+        self.doc("UPDATE_COMPLETE", "done", nodegroups=self.ROWS)  # about the last event
+        self.sync_status()
+        c = self.reload(c)
+        self.assertEqual(("UPDATE_COMPLETE", "done"), (c.status, c.status_reason))
+        self.assertEqual({"UPDATE_COMPLETE"}, {ng.status for ng in self.groups(c).values()})
+
+    def test_status_pass_during_the_lookups_keeps_nodegroup_operations_in_progress(self):
+        """Magnum saves the cluster UPDATE_IN_PROGRESS before it calls the driver, whose
+        look-ups take seconds against a real cloud; another conductor's status pass in that
+        window reads the service's answer about the previous event (UPDATE_COMPLETE)."""
+        during = []
+        real = resolve_mod.resolve
+        test = self
+
+        def resolve(*args, **kwargs):
+            test.sync_status()  # Magnum's periodic job, from the database, mid-operation
+            c = test.reload(test.cluster)
+            during.append((c.status, test.groups(c)["gpu"].status,
+                           event_mod.recorded_event(c)))
+            return real(*args, **kwargs)
+
+        self.useFixture(fixtures.MockPatch("magnum_gitops_driver.resolve.resolve",
+                                           side_effect=resolve))
+
+        def create(c):
+            self.ng_handler.nodegroup_create(self.context, c, self.new_nodegroup(c, "gpu"))
+
+        def update(c):
+            patched = self.groups(c)["gpu"]
+            patched.max_node_count = 5  # the conductor hands it over unsaved
+            self.ng_handler.nodegroup_update(self.context, c, patched)
+
+        def delete(c):
+            self.ng_handler.nodegroup_delete(self.context, c, self.groups(c)["gpu"])
+
+        gpu = {"name": "gpu", "node_count": 1}
+        self.doc("UPDATE_COMPLETE", nodegroups=self.ROWS)
+        c = self.set_status(self.cluster, "UPDATE_COMPLETE")
+        for op, run, pending, done in (
+                ("create_nodegroup", create, "CREATE_IN_PROGRESS", "CREATE_COMPLETE"),
+                ("update_nodegroup", update, "UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"),
+                ("delete_nodegroup", delete, "DELETE_IN_PROGRESS", "DELETE_COMPLETE")):
+            del during[:]
+            run(self.reload(c))  # the answer about the previous event stays
+            sent = self.posts.events[-1]
+            self.assertEqual(op, sent["operation"])
+            self.assertEqual([("UPDATE_IN_PROGRESS", pending, sent["id"])], during, op)
+            self.assertNotIn("container_version", sent["cluster"], op)
+            self.sync_status()  # still the previous event's answer
+            self.assertEqual("UPDATE_IN_PROGRESS", self.reload(c).status, op)
+            self.assertEqual(pending, self.groups(c)["gpu"].status, op)
+
+            self.doc("UPDATE_COMPLETE", nodegroups=self.ROWS + [
+                dict(gpu, status=done, gone=done == "DELETE_COMPLETE")])
+            self.sync_status()
+            self.assertEqual("UPDATE_COMPLETE", self.reload(c).status, op)
+            if done == "DELETE_COMPLETE":
+                self.assertNotIn("gpu", self.groups(c), op)
+            else:
+                self.assertEqual(done, self.groups(c)["gpu"].status, op)
 
 
 class TestHealth(StatusTestCase):
