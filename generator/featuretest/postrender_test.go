@@ -12,20 +12,14 @@ import (
 	"strings"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	"github.com/fluxcd/pkg/apis/kustomize"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/kustomize/api/krusty"
-	kustypes "sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
 )
 
 // postRender applies a HelmRelease's post-renderers to rendered objects as helm-controller
-// does (internal/postrender): the Helm output becomes the single resource of a
-// kustomization in an in-memory filesystem, each post-renderer's patches are added with
-// their target selectors, and krusty builds it with builtin plugins only.
+// does (chartrender.PostRender).
 func postRender(objs []*unstructured.Unstructured, prs []helmv2.PostRenderer) ([]*unstructured.Unstructured, error) {
 	var manifest bytes.Buffer
 	for _, o := range objs {
@@ -36,53 +30,11 @@ func postRender(objs []*unstructured.Unstructured, prs []helmv2.PostRenderer) ([
 		manifest.WriteString("---\n")
 		manifest.Write(b)
 	}
-	for _, pr := range prs {
-		if pr.Kustomize == nil {
-			continue
-		}
-		fs := filesys.MakeFsInMemory()
-		const input = "helm-output.yaml"
-		if err := fs.WriteFile(input, manifest.Bytes()); err != nil {
-			return nil, err
-		}
-		k := kustypes.Kustomization{TypeMeta: kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
-			Resources: []string{input}}
-		for _, p := range pr.Kustomize.Patches {
-			k.Patches = append(k.Patches, kustypes.Patch{Patch: p.Patch, Target: adaptSelector(p.Target)})
-		}
-		kb, err := yaml.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		if err := fs.WriteFile("kustomization.yaml", kb); err != nil {
-			return nil, err
-		}
-		opts := krusty.MakeDefaultOptions()
-		opts.LoadRestrictions = kustypes.LoadRestrictionsNone
-		opts.PluginConfig = kustypes.MakePluginConfig(kustypes.PluginRestrictionsBuiltinsOnly, kustypes.BploUseStaticallyLinked)
-		rm, err := krusty.MakeKustomizer(opts).Run(fs, ".")
-		if err != nil {
-			return nil, fmt.Errorf("kustomize: %w", err)
-		}
-		out, err := rm.AsYaml()
-		if err != nil {
-			return nil, err
-		}
-		manifest.Reset()
-		manifest.Write(out)
+	out, err := chartrender.PostRender(manifest.Bytes(), prs)
+	if err != nil {
+		return nil, err
 	}
-	return chartrender.Parse(bytes.NewReader(manifest.Bytes()))
-}
-
-// adaptSelector is helm-controller's translation of a Flux selector into kustomize's.
-func adaptSelector(s *kustomize.Selector) *kustypes.Selector {
-	if s == nil {
-		return nil
-	}
-	out := &kustypes.Selector{AnnotationSelector: s.AnnotationSelector, LabelSelector: s.LabelSelector}
-	out.Group, out.Version, out.Kind = s.Group, s.Version, s.Kind
-	out.Namespace, out.Name = s.Namespace, s.Name
-	return out
+	return chartrender.Parse(bytes.NewReader(out))
 }
 
 // kinds counts objects by kind, for checking that a patch added or removed nothing.
