@@ -64,9 +64,9 @@ def health(doc):
 def apply_nodegroups(cluster, doc, groups, counts_only=False):
     """Update node group records from the document; destroy those reported gone.
 
-    Returns the names of destroyed groups. ``counts_only`` (the health job, or an answer about another event than the operation's)
-    touches only the
-    node counts of groups that are not in an operation.
+    Returns the names of destroyed groups. ``counts_only`` (the health job, or an answer
+    about another event than the operation's) touches only the node counts of groups that
+    are not in an operation.
     """
     reported = {}
     for item in doc.get("nodegroups") or []:
