@@ -49,6 +49,11 @@ class Driver(driver.Driver):
     """Entry point ``k8s_gitops_v1`` in the ``magnum.drivers`` group."""
 
     beta = False
+    # Keystone refuses trusts made with an application credential (CVE-2026-43000), and
+    # nothing here uses one: the cluster authenticates with its own application
+    # credential, and every status pass runs with Magnum's admin context. Magnum releases
+    # that read this create no trust for the driver's clusters (peer drivers declare it too).
+    needs_trust = False
 
     def __init__(self):
         # get_drivers() instantiates every driver in magnum-api and magnum-conductor just
@@ -138,8 +143,8 @@ class Driver(driver.Driver):
 
         A refusal (4xx), an event never sent, or only refused connections prove that. After
         a timeout or a 5xx the service may have committed the event, and the cluster then
-        needs the credential (CAPO deletes the servers with it): it stays, and the service
-        removes it when the cluster is deleted.
+        needs the credential (CAPO deletes the servers with it): it stays, and
+        _cleanup_deleted removes it once the cluster's delete is complete.
         """
         if (getattr(e, "gitops_refused", False) or getattr(e, "gitops_not_sent", False)
                 or getattr(e, "gitops_maybe_received", True) is False):
@@ -315,17 +320,31 @@ class Driver(driver.Driver):
         groups = status_mod.list_groups(context, cluster)
         new = status_mod.apply(cluster, doc, groups,
                                event_id=event_mod.recorded_event(stored))
-        if new == S.DELETE_COMPLETE:
-            self._cleanup_deleted(context, cluster)
+        if new == S.DELETE_COMPLETE and not self._cleanup_deleted(context, cluster):
+            # Magnum's job destroys the record right after a DELETE_COMPLETE: stay in
+            # progress until the application credential is gone, the next pass retries.
+            cluster.status = S.DELETE_IN_PROGRESS
+            cluster.status_reason = ("cluster deleted; deleting its application "
+                                     "credential failed, retrying")
         if cluster.obj_what_changed():
             cluster.save()
 
     def _cleanup_deleted(self, context, cluster):
-        """Certificates (and on Magnum <= 17 the trust) of a deleted cluster.
+        """What a deleted cluster leaves in Keystone and Magnum's certificate store;
+        False when the application credentials could not be deleted (nothing else done).
 
-        Magnum's own clean-up deletes only ca_cert_ref and magnum_cert_ref, and only from
-        18.0.0 on (for drivers other than Heat's); the etcd and front-proxy CAs are ours.
+        The driver owns the application credentials it made with the user's token:
+        Magnum never deletes them, and serve deletes only those it made itself. Magnum's
+        own clean-up deletes only ca_cert_ref and magnum_cert_ref, and only from 18.0.0
+        on (for drivers other than Heat's); the etcd and front-proxy CAs are ours.
         """
+        try:
+            secrets_mod.delete_cluster_app_creds(clients.OpenStackClients(context), cluster)
+        except Exception as e:  # noqa: BLE001 - retried at the next status pass
+            LOG.warning("magnum-gitops: deleting the application credentials of deleted "
+                        "cluster %(c)s failed, retrying: %(t)s",
+                        {"c": cluster.uuid, "t": e.__class__.__name__})
+            return False
         secrets_mod.delete_cert_refs(
             context, cluster, [cluster.etcd_ca_cert_ref, cluster.front_proxy_ca_cert_ref])
         cluster.etcd_ca_cert_ref = None
@@ -334,14 +353,20 @@ class Driver(driver.Driver):
         if major is None:
             major = 18 if hasattr(driver.Driver, "beta") else 15
         if major >= 18:
-            return
+            return True
         cert_manager.delete_certificates_from_cluster(cluster, context=context)
+        # The trust Zed's conductor made before calling the driver (none when Magnum
+        # honoured needs_trust); its helper is idempotent and never raises.
+        if not (getattr(cluster, "trust_id", None)
+                or getattr(cluster, "trustee_user_id", None)):
+            return True
         try:
             from magnum.conductor.handlers.common import trust_manager
         except ImportError:  # Magnum without trusts
-            return
+            return True
         osc = clients.OpenStackClients(context)
         trust_manager.delete_trustee_and_trust(osc, context, cluster)
+        return True
 
     def get_monitor(self, context, cluster):
         return monitor_mod.Monitor(context, cluster, self.client)

@@ -104,8 +104,14 @@ def create_app_cred(osc, context, cluster):
     return {"id": ac.id, "secret": ac.secret, "name": name}
 
 
+def _keystoneclient(kc):
+    """Whether kc is python-keystoneclient (Magnum <= 22: an application_credentials
+    manager) rather than openstacksdk's identity proxy (master: a method of that name)."""
+    return hasattr(kc, "application_credentials") and not callable(kc.application_credentials)
+
+
 def _create(kc, context, name, description):
-    if hasattr(kc, "application_credentials"):  # python-keystoneclient (Magnum <= 22)
+    if _keystoneclient(kc):
         return kc.application_credentials.create(
             user=context.user_id, name=name, description=description)
     # openstacksdk identity proxy (master)
@@ -117,7 +123,7 @@ def delete_app_cred(osc, context, cluster, app_cred_id):
     """Best effort: remove a credential this driver just made (the event was refused)."""
     try:
         kc = osc.keystone().client
-        if hasattr(kc, "application_credentials"):
+        if _keystoneclient(kc):
             kc.application_credentials.delete(app_cred_id, user=context.user_id)
         else:
             kc.delete_application_credential(context.user_id, app_cred_id)
@@ -127,6 +133,53 @@ def delete_app_cred(osc, context, cluster, app_cred_id):
         LOG.warning("magnum-gitops: could not delete application credential %(id)s of "
                     "cluster %(c)s: %(t)s", {"id": app_cred_id, "c": cluster.uuid,
                                              "t": e.__class__.__name__})
+
+
+def _not_found(e):
+    """Whether a Keystone client error is a 404 (python-keystoneclient/keystoneauth:
+    http_status; openstacksdk: status_code)."""
+    return 404 in (getattr(e, "http_status", None), getattr(e, "status_code", None))
+
+
+def delete_cluster_app_creds(osc, cluster):
+    """Delete the application credentials this driver made for a deleted cluster.
+
+    They are the credentials of the cluster's user named ``magnum-<cluster uuid>-…``:
+    create_cluster's and rotate_credential's (the rotating user's, when it was the same
+    user). Called once Magnum's status job sees DELETE_COMPLETE, with its admin context
+    (Magnum's service user, which Keystone lets list and delete any user's credentials).
+    Idempotent: a credential or user already gone is success. Raises when Keystone
+    cannot list or delete, so that the caller tries again. Returns the deleted ids.
+    """
+    user = cluster.user_id
+    prefix = "magnum-%s-" % cluster.uuid
+    kc = osc.keystone().client
+    legacy = _keystoneclient(kc)
+    with no_http_body_logs():
+        try:
+            listed = list(kc.application_credentials.list(user=user) if legacy
+                          else kc.application_credentials(user))
+        except Exception as e:
+            if _not_found(e):  # the user is gone, and its credentials with it
+                return []
+            raise
+        deleted = []
+        for ac in listed:
+            if not (getattr(ac, "name", None) or "").startswith(prefix):
+                continue
+            try:
+                if legacy:
+                    kc.application_credentials.delete(ac.id, user=user)
+                else:
+                    kc.delete_application_credential(user, ac.id, ignore_missing=True)
+            except Exception as e:
+                if not _not_found(e):
+                    raise
+            deleted.append(ac.id)
+    for ac_id in deleted:
+        LOG.info("magnum-gitops: deleted application credential %(id)s of deleted cluster "
+                 "%(c)s", {"id": ac_id, "c": cluster.uuid})
+    return deleted
 
 
 def delete_cert_refs(context, cluster, refs):

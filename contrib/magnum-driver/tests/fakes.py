@@ -49,7 +49,35 @@ class Recorder(object):
     def __init__(self):
         self.app_creds = {}      # id -> {"user", "name", "description", "secret"}
         self.deleted_app_creds = []
+        self.listed_users = []   # whose application credentials were listed
+        # Raised by the next application credential call when set (Keystone down).
+        self.keystone_error = None
         self.counter = itertools.count(1)
+
+    def check(self):
+        if self.keystone_error is not None:
+            raise self.keystone_error
+
+
+class NotFound(Exception):
+    """A 404 as python-keystoneclient (keystoneauth) raises it."""
+
+    http_status = 404
+
+
+def _listed(rec, user):
+    rec.check()
+    rec.listed_users.append(user)
+    return [types.SimpleNamespace(id=ac_id, name=ac["name"])
+            for ac_id, ac in rec.app_creds.items() if ac["user"] == user]
+
+
+def _delete(rec, ac_id):
+    rec.check()
+    if ac_id not in rec.app_creds:
+        raise NotFound("Could not find application credential: %s." % ac_id)
+    rec.app_creds.pop(ac_id)
+    rec.deleted_app_creds.append(ac_id)
 
 
 def _flavor(row):
@@ -102,9 +130,11 @@ class _AppCreds(object):
                                      "description": description, "secret": ac_secret}
         return types.SimpleNamespace(id=ac_id, secret=ac_secret, name=name)
 
+    def list(self, user=None):
+        return _listed(self.rec, user)
+
     def delete(self, app_cred, user=None):
-        self.rec.app_creds.pop(app_cred)
-        self.rec.deleted_app_creds.append(app_cred)
+        _delete(self.rec, app_cred)
 
 
 class _Keystone(object):
@@ -203,10 +233,16 @@ class _SdkIdentity(object):
                                      "secret": ac_secret}
         return types.SimpleNamespace(id=ac_id, secret=ac_secret, name=name)
 
+    def application_credentials(self, user, **query):
+        return iter(_listed(self.rec, user))
+
     def delete_application_credential(self, user, application_credential,
                                       ignore_missing=True):
-        self.rec.app_creds.pop(application_credential)
-        self.rec.deleted_app_creds.append(application_credential)
+        try:
+            _delete(self.rec, application_credential)
+        except NotFound:
+            if not ignore_missing:
+                raise
 
 
 class SdkClients(ZedClients):

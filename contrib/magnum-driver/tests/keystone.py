@@ -135,8 +135,9 @@ class Keystone(object):
         self.proc = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def session(self, password=None, app_cred=None):
-        """A keystoneauth session: the admin's (project-scoped) or an app credential's."""
+    def session(self, password=None, app_cred=None, username="admin"):
+        """A keystoneauth session on project admin: a user's (the admin's by default) or
+        an app credential's."""
         from keystoneauth1.identity import v3
         from keystoneauth1 import session
         if app_cred:
@@ -144,8 +145,19 @@ class Keystone(object):
                                             application_credential_id=app_cred[0],
                                             application_credential_secret=app_cred[1])
         else:
-            auth = v3.Password(auth_url=self.auth_url, username="admin",
+            auth = v3.Password(auth_url=self.auth_url, username=username,
                                password=password or self.admin_password,
                                user_domain_id="default", project_name="admin",
                                project_domain_id="default")
         return session.Session(auth=auth)
+
+    def create_member(self, name):
+        """A new user with the member role on project admin; returns its password."""
+        from keystoneclient.v3 import client as kc_v3
+        admin = kc_v3.Client(session=self.session())
+        password = secrets.token_hex(16)
+        user = admin.users.create(name=name, domain="default", password=password)
+        project = admin.projects.find(name="admin")
+        role = admin.roles.find(name="member")
+        admin.roles.grant(role, user=user, project=project)
+        return password

@@ -4,8 +4,11 @@ to the conductor) against a real Keystone, through python-keystoneclient as
 magnum-capi-helm does. Skipped when Debian's python3-keystone is not installed.
 """
 
+import uuid as uuidlib
+
 import fixtures
 
+from keystoneauth1 import exceptions as ka_exceptions
 from keystoneclient.v3 import client as kc_v3
 
 from magnum.common import context as magnum_context
@@ -22,9 +25,15 @@ from tests import keystone as ks_mod
 class RealKeystoneClients(fakes.ZedClients):
     """Fake Glance/Neutron/Nova/Cinder; the real Keystone client, catalog and regions."""
 
+    # The session of Magnum's service user ([keystone_auth]), which admin contexts without
+    # a token (the periodic jobs) authenticate as.
+    service_session = None
+
     def keystone(self):
         if not hasattr(self, "_ks"):
             self._ks = magnum_keystone.KeystoneClientV3(self.context)
+            if self.context.is_admin and not self.context.auth_token:
+                self._ks._session = self.service_session
         return self._ks
 
     def url_for(self, **kwargs):
@@ -64,6 +73,8 @@ class TestRealKeystone(base.DriverTestCase):
             project_id=access.project_id, user_id=access.user_id, is_admin=False)
         self.project_id, self.user_id = access.project_id, access.user_id
         self.admin = kc_v3.Client(session=sess)
+        RealKeystoneClients.service_session = sess
+        self.addCleanup(setattr, RealKeystoneClients, "service_session", None)
 
     def app_creds(self):
         return {ac.id: ac for ac in
@@ -89,6 +100,37 @@ class TestRealKeystone(base.DriverTestCase):
         self.assertNotIn(sent["secret"], self.logs.output)
         self.assertNotIn(self.context.auth_token, self.logs.output)
         self.assertIn("created application credential %s" % sent["id"], self.logs.output)
+
+    def test_delete_complete_deletes_the_credential_in_keystone(self):
+        """A member's cluster: its credential is deleted by Magnum's status job, as
+        Magnum's service user (an admin), once the delete is complete."""
+        username = "member-%s" % uuidlib.uuid4().hex[:8]
+        sess = self.ks.session(username=username, password=self.ks.create_member(username))
+        access = sess.auth.get_access(sess)
+        self.context = magnum_context.RequestContext(
+            auth_token=access.auth_token, auth_token_info=access._data,
+            project_id=access.project_id, user_id=access.user_id, is_admin=False)
+        self.user_id = access.user_id
+        posts = base.Recorded().patch(self)
+        cluster = self.create_cluster()
+        sent = posts.events[0]["secrets"]["application_credential"]
+        self.assertIn(sent["id"], self.app_creds())
+        answers = {}
+        self.useFixture(fixtures.MockPatchObject(
+            client_mod.Client, "get_status",
+            lambda client, uuid, request_id=None: answers.get(uuid)))
+
+        self.cluster_handler.cluster_delete(self.context, cluster.uuid)
+        answers[cluster.uuid] = {"uuid": cluster.uuid, "event_id": posts.events[-1]["id"],
+                                 "status": "DELETE_COMPLETE", "nodegroups": []}
+        self.sync_status()
+        self.assertRaises(exception.ClusterNotFound, self.reload, cluster)
+        self.assertNotIn(sent["id"], self.app_creds())
+        s = self.ks.session(app_cred=(sent["id"], sent["secret"]))
+        self.assertRaises(ka_exceptions.HttpError, s.get_token)  # 404 (or 401): refused
+        self.assertIn("deleted application credential %s of deleted cluster" % sent["id"],
+                      self.logs.output)
+        self.assertNotIn(sent["secret"], self.logs.output)
 
     def test_refused_create_deletes_the_credential_in_keystone(self):
         base.Recorded(error=client_mod.service_error(400, "bad event")).patch(self)

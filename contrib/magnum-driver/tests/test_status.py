@@ -15,6 +15,7 @@ from magnum_gitops_driver import resolve as resolve_mod
 from magnum_gitops_driver import status as status_mod
 
 from tests import base
+from tests import fakes
 
 
 class TestFamilyRule(testtools.TestCase):
@@ -200,6 +201,78 @@ class TestUpdateClusterStatus(StatusTestCase):
         self.assertEqual({"trust": c.trust_id}, keystone_deleted)
 
 
+class TestDeleteRemovesAppCreds(StatusTestCase):
+    """The application credential create_cluster made with the user's token is deleted
+    once the delete is complete (issue 29, defect 3): Magnum never deletes it, and serve
+    deletes only the credentials it made itself."""
+
+    def complete_delete(self):
+        self.cluster_handler.cluster_delete(self.context, self.cluster.uuid)
+        self.doc("DELETE_IN_PROGRESS", "Cluster is deleting")
+        self.sync_status()
+        self.doc("DELETE_COMPLETE", secrets_removable=True, nodegroups=[])
+        self.sync_status()
+
+    def test_deleted_when_the_delete_completes(self):
+        (made,) = self.rec.app_creds
+        other = "magnum-%s-0badc0de" % "5c2f8e41-7b3d-4a9e-8f60-1d2c3b4a5e6f"
+        self.rec.app_creds["ac-other-cluster"] = {"user": base.USER_ID, "name": other}
+        self.rec.app_creds["ac-other-user"] = {
+            "user": "someone-else", "name": "magnum-%s-0badc0de" % self.cluster.uuid}
+
+        self.cluster_handler.cluster_delete(self.context, self.cluster.uuid)
+        self.doc("DELETE_IN_PROGRESS", "Cluster is deleting")
+        self.sync_status()
+        self.assertIn(made, self.rec.app_creds)  # CAPO deletes the servers with it
+        self.doc("DELETE_COMPLETE", secrets_removable=True, nodegroups=[])
+        self.sync_status()
+        self.assertRaises(Exception, self.reload, self.cluster)  # Magnum destroyed the rows
+        self.assertEqual([made], self.rec.deleted_app_creds)
+        self.assertEqual({"ac-other-cluster", "ac-other-user"}, set(self.rec.app_creds))
+        # Listed for the cluster's user, from the status job's admin context (no user).
+        self.assertEqual([base.USER_ID], self.rec.listed_users)
+
+    def test_keystone_failure_keeps_the_delete_in_progress_until_a_retry_works(self):
+        (made,) = self.rec.app_creds
+        self.rec.keystone_error = RuntimeError("keystone: 503 Service Unavailable")
+        self.complete_delete()
+        c = self.reload(self.cluster)  # not destroyed: the next pass tries again
+        self.assertEqual("DELETE_IN_PROGRESS", c.status)
+        self.assertIn("application credential", c.status_reason)
+        self.assertTrue(c.etcd_ca_cert_ref)  # nothing else done yet
+        self.rec.keystone_error = None
+        self.sync_status()
+        self.assertRaises(Exception, self.reload, self.cluster)
+        self.assertEqual([made], self.rec.deleted_app_creds)
+
+    def test_a_credential_already_gone_is_no_failure(self):
+        self.rec.app_creds.clear()  # deleted by hand, or by an earlier pass
+        self.complete_delete()
+        self.assertRaises(Exception, self.reload, self.cluster)
+        self.assertEqual([], self.rec.deleted_app_creds)
+
+    def test_no_trust_is_needed(self):
+        from magnum_gitops_driver import driver as gitops_driver
+        self.assertIs(False, gitops_driver.Driver.needs_trust)
+        # A Magnum that honours needs_trust made no trust: the delete completes without
+        # asking Keystone about one.
+        c = self.reload(self.cluster)
+        c.trust_id = c.trustee_user_id = c.trustee_username = c.trustee_password = None
+        c.save()
+        trusts = self.useFixture(fixtures.MockPatch(
+            "magnum.conductor.handlers.common.trust_manager.delete_trustee_and_trust"))
+        self.complete_delete()
+        self.assertRaises(Exception, self.reload, self.cluster)
+        trusts.mock.assert_not_called()
+        self.assertEqual(1, len(self.rec.deleted_app_creds))
+
+
+class TestDeleteRemovesAppCredsSdk(TestDeleteRemovesAppCreds):
+    """The same through master's openstacksdk identity proxy."""
+
+    clients = fakes.SdkClients
+
+
 class TestEventRule(StatusTestCase):
     """A status is taken only from the answer about the event of the operation in flight."""
 
@@ -208,7 +281,8 @@ class TestEventRule(StatusTestCase):
 
     def test_answer_about_another_event_changes_no_status(self):
         c = self.set_status(self.cluster, "UPDATE_IN_PROGRESS")
-        self.doc("UPDATE_COMPLETE", "done", event_id="the-previous-event", nodegroups=self.ROWS)
+        self.doc("UPDATE_COMPLETE", "done", event_id="the-previous-event",
+                 nodegroups=self.ROWS)
         self.sync_status()
         c = self.reload(c)
         self.assertEqual(("UPDATE_IN_PROGRESS", None), (c.status, c.status_reason))
