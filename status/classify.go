@@ -1,6 +1,7 @@
 package status
 
 import (
+	"strings"
 	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -40,7 +41,7 @@ func Classify(objs []*unstructured.Unstructured, stackID, namespace string) Obje
 			o.Cluster = u
 		case gvk.Group == "controlplane.cluster.x-k8s.io" && u.GetName() == kcpName:
 			o.ControlPlane = u
-		case gvk.Group == "infrastructure.cluster.x-k8s.io" && gvk.Kind == "OpenStackCluster" && u.GetName() == stackID:
+		case gvk.Group == infrastructureGroup && isInfraClusterKind(gvk.Kind) && u.GetName() == stackID:
 			o.InfraCluster = u
 		case gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "MachineDeployment" && (l(magnum.LabelChartCluster) == stackID || stringAt(u, "spec", "clusterName") == stackID):
 			o.MachineDeployments = append(o.MachineDeployments, u)
@@ -52,6 +53,10 @@ func Classify(objs []*unstructured.Unstructured, stackID, namespace string) Obje
 	}
 	return o
 }
+
+// isInfraClusterKind tells an infrastructure provider's cluster kind (OpenStackCluster,
+// DevCluster, …: the contract names them <Provider>Cluster) from its other kinds.
+func isInfraClusterKind(kind string) bool { return strings.HasSuffix(kind, "Cluster") }
 
 // ViewFromEvent builds the Magnum view from a ClusterEvent document whose cluster and
 // node groups carry their current Magnum status (and updated_at).

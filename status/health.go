@@ -24,7 +24,7 @@ func health(v View, o Objects, cc conditionCache) (v1alpha1.HealthStatus, map[st
 		// remote connection probe): name it, with what it says, rather than "Waiting on []".
 		a := c.V1Beta2("Available")
 		reasons["cluster"] = "Waiting on " + pyList([]string{a.Type})
-		if msg := firstLine(cmp.Or(a.Message, a.Reason)); msg != "" {
+		if msg := oneLine(cmp.Or(a.Message, a.Reason)); msg != "" {
 			reasons["cluster"] += ": " + msg
 		}
 	}

@@ -248,10 +248,10 @@ func failures(v View, o Objects, opts Options, cc conditionCache) *blocker {
 	}
 	if ic := o.InfraCluster; ic != nil {
 		if fr := stringAt(ic, "status", "failureReason"); fr != "" {
-			return &blocker{failed: true, reason: fmt.Sprintf("OpenStackCluster %s: %s: %s", ic.GetName(), fr, stringAt(ic, "status", "failureMessage"))}
+			return &blocker{failed: true, reason: fmt.Sprintf("%s %s: %s: %s", kindOf(ic), ic.GetName(), fr, stringAt(ic, "status", "failureMessage"))}
 		}
 		if ready := cc.conditions(ic).V1Beta2("Ready"); ready.Status == False && ready.Severity == "Error" {
-			return &blocker{failed: true, reason: fmt.Sprintf("OpenStackCluster %s: %s: %s", ic.GetName(), ready.Reason, ready.Message)}
+			return &blocker{failed: true, reason: fmt.Sprintf("%s %s: %s: %s", kindOf(ic), ic.GetName(), ready.Reason, ready.Message)}
 		}
 	}
 	deadline := opts.MachineFailureDeadline
@@ -336,7 +336,7 @@ func clusterBlocker(name string, c Conditions) string {
 	say := func(cond Condition) string {
 		msg := fmt.Sprintf("Cluster %s: %s %s", name, cond.Type, cond.Status)
 		if cond.Message != "" {
-			msg += ": " + firstLine(cond.Message)
+			msg += ": " + oneLine(cond.Message)
 		}
 		return msg
 	}
@@ -365,16 +365,16 @@ func describe(kind, name string, c Conditions) string {
 	}
 	msg := fmt.Sprintf("%s %s: %s %s", kind, name, cond.Type, cond.Status)
 	if cond.Message != "" {
-		msg += ": " + firstLine(cond.Message)
+		msg += ": " + oneLine(cond.Message)
 	}
 	return msg
 }
 
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
+// oneLine folds a condition message into one line of status_reason. Cluster API's v1beta2
+// messages are nested lists ("* WorkersAvailable:\n  * MachineDeployment md: 0 available
+// replicas, …"), whose first line alone says nothing; each line is kept, trimmed, in order.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 240 {
 		s = s[:240] + "…"
 	}

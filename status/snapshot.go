@@ -17,17 +17,21 @@ import (
 
 // Kinds are what the reader watches: the Flux HelmRelease and the Cluster API, CAPO and
 // addon objects of every cluster, read as v1beta1 (the chart's version; CAPI converts).
+// TakeSnapshot adds the infrastructure cluster kinds the Clusters name, when not CAPO's.
 var Kinds = []schema.GroupVersionKind{
 	{Group: FluxHelmGroup, Version: "v2", Kind: "HelmRelease"},
 	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"},
 	{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmControlPlane"},
 	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachineDeployment"},
 	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Machine"},
-	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "OpenStackCluster"},
+	{Group: infrastructureGroup, Version: "v1beta1", Kind: "OpenStackCluster"},
 	{Group: addonsGroup, Version: "v1alpha1", Kind: "HelmRelease"},
 	{Group: addonsGroup, Version: "v1alpha1", Kind: "Manifests"},
 	{Group: FluxKustomizeGroup, Version: "v1", Kind: "Kustomization"},
 }
+
+// infrastructureGroup is the API group of every infrastructure provider's kinds.
+const infrastructureGroup = "infrastructure.cluster.x-k8s.io"
 
 // DefaultKustomization is the Flux Kustomization that applies the repository, as in
 // deploy/flux/kustomization.yaml.
@@ -72,7 +76,9 @@ type Snapshot struct {
 func TakeSnapshot(ctx context.Context, src Source) (*Snapshot, error) {
 	s := &Snapshot{byCluster: map[string][]*unstructured.Unstructured{},
 		kustomizations: map[string]*unstructured.Unstructured{}, Kustomization: DefaultKustomization}
-	for _, gvk := range Kinds {
+	kinds := Kinds
+	for i := 0; i < len(kinds); i++ {
+		gvk := kinds[i]
 		objs, err := src.List(ctx, gvk)
 		if meta.IsNoMatchError(err) {
 			// An absent CRD: that state is Unknown, not an error.
@@ -84,6 +90,9 @@ func TakeSnapshot(ctx context.Context, src Source) (*Snapshot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", gvk.GroupKind(), err)
 		}
+		if gvk.Kind == "Cluster" && gvk.Group == "cluster.x-k8s.io" {
+			kinds = withInfrastructureKinds(kinds, objs)
+		}
 		for _, o := range objs {
 			if gvk.Group == FluxKustomizeGroup {
 				s.kustomizations[o.GetNamespace()+"/"+o.GetName()] = o
@@ -94,6 +103,25 @@ func TakeSnapshot(ctx context.Context, src Source) (*Snapshot, error) {
 		}
 	}
 	return s, nil
+}
+
+// withInfrastructureKinds adds to kinds, once each, the infrastructure cluster kinds the
+// Clusters refer to (spec.infrastructureRef): a site's post-renderers may put its clusters
+// on another provider than CAPO, and the status must follow the kind the Cluster really
+// uses. kinds is never modified in place: Kinds is shared.
+func withInfrastructureKinds(kinds []schema.GroupVersionKind, clusters []*unstructured.Unstructured) []schema.GroupVersionKind {
+	for _, c := range clusters {
+		ref, _, _ := unstructured.NestedStringMap(c.Object, "spec", "infrastructureRef")
+		gv, err := schema.ParseGroupVersion(ref["apiVersion"])
+		if err != nil || gv.Group != infrastructureGroup || ref["kind"] == "" {
+			continue
+		}
+		gvk := gv.WithKind(ref["kind"])
+		if !slices.Contains(kinds, gvk) {
+			kinds = append(slices.Clip(kinds), gvk)
+		}
+	}
+	return kinds
 }
 
 // clusterOf names the cluster an object belongs to.
