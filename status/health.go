@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"strings"
 
-	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
@@ -33,7 +34,7 @@ func health(v View, o Objects, cc conditionCache) (v1alpha1.HealthStatus, map[st
 		reasons["infrastructure"] = "Infrastructure resource not found."
 	case stringAt(ic, "status", "failureReason") != "":
 		reasons["infrastructure"] = stringAt(ic, "status", "failureReason") + ": " + stringAt(ic, "status", "failureMessage")
-	case stringAt(ic, "status", "ready") != "true" && cc.conditions(ic).V1Beta2("Ready").Status != True:
+	case !infraProvisioned(ic, cc):
 		reasons["infrastructure"] = "Infrastructure not ready."
 	default:
 		reasons["infrastructure"] = "Ready"
@@ -72,4 +73,12 @@ func health(v View, o Objects, cc conditionCache) (v1alpha1.HealthStatus, map[st
 		}
 	}
 	return v1alpha1.Healthy, reasons
+}
+
+// infraProvisioned reads an infrastructure cluster's readiness in either contract: v1beta1's
+// status.ready, v1beta2's status.initialization.provisioned (how a Cluster stored as v1beta2
+// refers to it, CAPD's DevCluster for one), or a True Ready condition (CAPO's).
+func infraProvisioned(ic *unstructured.Unstructured, cc conditionCache) bool {
+	return stringAt(ic, "status", "ready") == "true" || stringAt(ic, "status", "initialization", "provisioned") == "true" ||
+		cc.conditions(ic).V1Beta2("Ready").Status == True
 }

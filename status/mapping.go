@@ -113,7 +113,7 @@ func deleting(v View, o Objects, opts Options, cc conditionCache, pending string
 		d := c.V1Beta2("Deleting")
 		reason = "Cluster " + v.StackID + " is being deleted"
 		if d.Status == True {
-			reason = "Cluster " + v.StackID + ": " + cmp.Or(d.Message, d.Reason)
+			reason = "Cluster " + v.StackID + ": " + oneLine(cmp.Or(d.Message, d.Reason))
 		} else if o.Cluster.GetDeletionTimestamp() == nil {
 			reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
 		}
@@ -158,17 +158,27 @@ func progress(v View, o Objects, opts Options, cc conditionCache, pending string
 	if b := controlPlaneDone(v, o, opts, cc); b != nil {
 		return b
 	}
+	wanted := map[string]bool{}
 	for _, ng := range v.NodeGroups {
 		if ng.Role == v1alpha1.RoleMaster || ng.Status.Action() == v1alpha1.ActionDelete {
 			continue
 		}
 		name := magnum.ChartComponentName(v.StackID, magnum.SanitizedName(ng.Name))
+		wanted[name] = true
 		md := find(o.MachineDeployments, name)
 		if md == nil {
 			return &blocker{reason: "waiting for MachineDeployment " + name}
 		}
 		if !machineDeploymentDone(md, cc) {
 			return &blocker{reason: describe("MachineDeployment", name, cc.conditions(md))}
+		}
+	}
+	// A MachineDeployment no node group wants any more (a deleted group's) is done only once
+	// it is gone: until then CAPI is still deleting its machines.
+	for _, md := range o.MachineDeployments {
+		if !wanted[md.GetName()] {
+			return &blocker{reason: fmt.Sprintf("waiting for MachineDeployment %s to be deleted (%d machines left)",
+				md.GetName(), machinesOf(o, label(md, magnum.LabelChartNodeGroup)))}
 		}
 	}
 	if o.AddonsUnknown {
