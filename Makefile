@@ -11,7 +11,7 @@ TESTBIN_DIR = $(shell hack/testbin.sh 2>/dev/null | tail -n 1)
 
 export GOTOOLCHAIN := local
 
-.PHONY: help build test test-unit test-driver testbin flux e2e e2e-scale demo bench fuzz update-golden vet lint fmt clean
+.PHONY: help build test test-unit test-driver testbin flux capi e2e e2e-scale demo bench fuzz update-golden vet lint fmt clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,11 +31,16 @@ test-unit: ## Run the tests that need no API server
 flux: ## Build or reuse Flux's source-, kustomize- and helm-controller (first build 15-35 min)
 	@hack/flux.sh | tail -n 1
 
-# 3-4 minutes once the binaries are cached: the scenario runs with a reconcile requested
-# after each push; E2E_FULL=1 runs it again relying on the GitRepository interval (about a
-# minute per step, 10 minutes more).
-e2e: testbin flux ## End to end through the real Flux controllers (test/e2e; E2E_FULL=1 for the interval run too)
-	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -count=1 -timeout 40m -v
+capi: ## Build or reuse Cluster API's controllers (core, kubeadm, CAPD in memory) and a garbage collector (first build ~10 min)
+	@hack/capi.sh | tail -n 1
+
+# Minutes once the binaries are cached: the scenarios run with a reconcile requested after
+# each push; E2E_FULL=1 runs them again relying on the GitRepository interval (about a
+# minute per step, 10 minutes more). As root the tests run in a network namespace of their
+# own (CAPD's in-memory backend listens on fixed ports); E2E_NETNS=0 turns that off.
+e2e: testbin flux capi build ## End to end through the real Flux and Cluster API controllers (test/e2e; E2E_FULL=1 for the interval run too)
+	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" CAPI_BIN="$$(hack/capi.sh | tail -n 1)" \
+	  MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -count=1 -timeout 60m -v
 
 # Not in CI: renders E2E_SCALE_CLUSTERS (2,000) clusters and syncs them twice (one
 # Kustomization, then one per project namespace); tens of minutes on 2 cores.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -141,6 +142,10 @@ func (h *harness) driverInstall(eventFile string, w clusterWant) {
 	}
 	install := action.NewInstall(&helmCfg)
 	install.ReleaseName, install.Namespace = w.release, w.namespace
+	// The site's own patches, which a site running the driver keeps in a fork of the chart.
+	if len(h.postRenderers) > 0 {
+		install.PostRenderer = chartrender.HelmPostRenderer(h.postRenderers)
+	}
 	install.Timeout = 5 * time.Minute
 	rel, err := install.Run(ch, values.AsMap())
 	if err != nil {
@@ -214,4 +219,49 @@ func TestE2EAdoption(t *testing.T) {
 	if reason != "UpgradeSucceeded" {
 		t.Errorf("HelmRelease Ready reason %s (%s), want UpgradeSucceeded", reason, msg)
 	}
+}
+
+// TestE2EClusterAPIAdoption: a cluster the Python driver installed, running on the real
+// Cluster API controllers, is taken over by magnum-gitops without a Machine replaced: the
+// same Machines (UIDs) and MachineSets (names) before and after helm-controller upgraded
+// the driver's release, and serve reports CREATE_COMPLETE from the real conditions.
+func TestE2EClusterAPIAdoption(t *testing.T) {
+	b := findBinaries(t)
+	h := newHarness(t, b, true, withClusterAPI(3*time.Second))
+	events := filepath.Join(testenv.RepoRoot(), "fixtures", "events")
+	eventFile := writeEvent(t, t.TempDir(), "create.yaml", withMagnumCAs(t, readEvent(t, filepath.Join(events, "01-prod-a-create.yaml"))))
+	a := clusterWant{event: readEvent(t, eventFile), namespace: "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c",
+		release: "prod-a-2b7xq4mzkd5h", chartVersion: "0.27.0", helmRevision: 2}
+	uuid := getPath(a.event, "cluster", "uuid").(string)
+	settled := h.capiSettled(a.namespace, a.release, 3, map[string]int64{"default-worker": 3})
+
+	h.driverInstall(eventFile, a)
+	h.waitFor("the driver's cluster to settle under Cluster API", defaultWaitStep, settled)
+	machines := func() (uids, sets []string) {
+		for _, m := range h.list(gvkMachineV2, a.namespace) {
+			uids = append(uids, m.GetName()+"="+string(m.GetUID()))
+		}
+		for _, ms := range h.list(gvkMachineSet2, a.namespace) {
+			sets = append(sets, ms.GetName())
+		}
+		slices.Sort(uids)
+		slices.Sort(sets)
+		return uids, sets
+	}
+	uids, sets := machines()
+
+	t0 := time.Now()
+	rev := h.commitEvent(eventFile)
+	h.waitApplied(rev, 3*time.Minute)
+	h.waitFor("helm-controller to upgrade the driver's release to v2", defaultWaitStep, h.releaseReady(a))
+	_, magnum, _ := h.waitCAPIAndStatus(uuid, a.namespace, a.release, "CREATE_COMPLETE", settled, t0, nil)
+	t.Logf("adopted: CREATE_COMPLETE %s after the commit", magnum.Round(time.Second))
+	// Let a rollout that the upgrade would have started show itself.
+	time.Sleep(10 * time.Second)
+	h.waitFor("the cluster to settle again", defaultWaitStep, settled)
+	uidsAfter, setsAfter := machines()
+	if !slices.Equal(uids, uidsAfter) || !slices.Equal(sets, setsAfter) {
+		t.Errorf("machines replaced by the adoption:\nMachines before %v\n         after  %v\nMachineSets before %v\n            after  %v", uids, uidsAfter, sets, setsAfter)
+	}
+	t.Logf("%d Machines and MachineSets %v unchanged", len(uids), sets)
 }

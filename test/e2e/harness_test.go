@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/go-logr/logr/funcr"
 	"helm.sh/helm/v3/pkg/repo"
 	corev1 "k8s.io/api/core/v1"
@@ -275,6 +276,15 @@ type harness struct {
 	wantKustomizations int
 	noServe            bool
 	seedTimeout        time.Duration
+	// clusterAPI runs the real Cluster API controllers (capi_harness_test.go), with the
+	// chart's clusters put on CAPD's in-memory backend by site post-renderers whose
+	// simulated machines take capiStartup to come up; capi is set once they are prepared.
+	clusterAPI  bool
+	capiStartup time.Duration
+	capi        *capiCluster
+	// postRenderers are the site post-renderers of the configuration, for installing the
+	// chart as the driver would on the same site (adoption_test.go).
+	postRenderers []helmv2.PostRenderer
 }
 
 // harnessOption adjusts a harness before it starts.
@@ -283,6 +293,12 @@ type harnessOption func(*harness)
 // withValuesOverlay sets the configuration's values_overlay.
 func withValuesOverlay(v map[string]any) harnessOption {
 	return func(h *harness) { h.valuesOverlay = v }
+}
+
+// withClusterAPI runs the real Cluster API controllers; each simulated machine takes
+// startup to come up.
+func withClusterAPI(startup time.Duration) harnessOption {
+	return func(h *harness) { h.clusterAPI, h.capiStartup = true, startup }
 }
 
 // withPerNamespaceLayout runs the per-namespace layout.
@@ -308,7 +324,13 @@ func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnes
 		}
 	})
 	start := time.Now()
+	if h.clusterAPI {
+		h.prepareCAPI()
+	}
 	h.startAPIServer()
+	if h.capi != nil {
+		h.startCAPI()
+	}
 	h.startChartServer()
 	h.startGitServer()
 	h.writeMagnumConfig()
@@ -326,6 +348,9 @@ func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnes
 		h.waitAllApplied(seed, h.seedTimeout)
 	}
 	parts := "API server, Flux controllers, Git and chart servers"
+	if h.capi != nil {
+		parts += ", Cluster API " + capiVersion + " controllers (in-memory infrastructure)"
+	}
 	if !h.noServe {
 		h.startServe()
 		parts += ", magnum-gitops serve"
@@ -344,12 +369,14 @@ func (h *harness) startAPIServer() {
 		t.Fatalf("loading the CRDs: %v", err)
 	}
 	// Flux's CRDs come from the controllers that run here, not from go.mod's API modules.
+	// With the real Cluster API controllers, their providers' CRDs replace testenv's.
 	kept := crds[:0]
 	for _, c := range crds {
-		if !strings.HasSuffix(c.Spec.Group, ".toolkit.fluxcd.io") {
+		if !strings.HasSuffix(c.Spec.Group, ".toolkit.fluxcd.io") && (h.capi == nil || !h.capi.provides(c.Spec.Group, c.Spec.Names.Kind)) {
 			kept = append(kept, c)
 		}
 	}
+
 	envtestLog.Store(h.logFile("envtest"))
 	setLoggerOnce.Do(func() {
 		ctrllog.SetLogger(funcr.New(func(prefix, args string) {
@@ -372,6 +399,8 @@ func (h *harness) startAPIServer() {
 	api := env.ControlPlane.GetAPIServer()
 	// On loopback the endpoint reconciler cannot publish 127.0.0.1 for the kubernetes Service.
 	api.Configure().Set("endpoint-reconciler-type", "none")
+	// In the tests' network namespace there is no default route to find an address by.
+	api.Configure().Set("advertise-address", "127.0.0.1")
 	// Explicit paths: envtest prefers KUBEBUILDER_ASSETS even when it is set but empty.
 	api.Path = filepath.Join(h.bin.assets, "kube-apiserver")
 	api.Out, api.Err = apiLog, apiLog
@@ -406,6 +435,9 @@ func (h *harness) startAPIServer() {
 	kc, err := u.KubeConfig()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if h.capi != nil {
+		h.installCAPICRDs(cfg)
 	}
 	h.kubeconfig = filepath.Join(h.work, "kubeconfig")
 	if err := os.WriteFile(h.kubeconfig, kc, 0o600); err != nil {
@@ -554,6 +586,16 @@ func (h *harness) writeMagnumConfig() {
 		serve["reconcile_request"] = map[string]any{"namespace": fluxNamespace, "name": sourceName}
 	}
 	flux := map[string]any{"path": fluxPath}
+	if h.capi != nil {
+		flux["post_renderers"] = capiPostRenderers(t, h.capiStartup)
+		b, err := json.Marshal(flux["post_renderers"])
+		if err == nil {
+			err = json.Unmarshal(b, &h.postRenderers)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	if h.perNamespace {
 		// flux.git.url defaults to git.url: the harness's Git server is Flux's too.
 		flux["layout"] = "per-namespace"
