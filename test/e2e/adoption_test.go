@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,8 +116,16 @@ func (h *harness) driverInstall(eventFile string, w clusterWant) {
 		if err := runtimeConvert(o.Object, &s); err != nil {
 			t.Fatal(err)
 		}
-		// The driver's own Secrets: the same names and data, none of Flux's labels.
-		s.ObjectMeta = metav1.ObjectMeta{Name: s.Name, Namespace: w.namespace}
+		// The driver's own Secrets: the same names and data, and only the labels the driver
+		// sets (docs/driver-rules.md: cluster.x-k8s.io/cluster-name, which Cluster API's
+		// managers select the Secrets they cache by, and magnum.openstack.org/*).
+		labels := map[string]string{}
+		for k, v := range s.Labels {
+			if k == "cluster.x-k8s.io/cluster-name" || strings.HasPrefix(k, "magnum.openstack.org/") {
+				labels[k] = v
+			}
+		}
+		s.ObjectMeta = metav1.ObjectMeta{Name: s.Name, Namespace: w.namespace, Labels: labels}
 		if err := h.c.Create(h.ctx, &s); err != nil {
 			t.Fatalf("creating the driver's Secret %s: %v", s.Name, err)
 		}
