@@ -39,10 +39,10 @@ var (
 
 // capiStep is one operation's figures, from the end of the push.
 type capiStep struct {
-	name                    string
-	push, applied, released time.Duration // POST → pushed; → Kustomization applied; → HelmRelease Ready
-	capi, magnum            time.Duration // → CAPI reports it done; → serve reports *_COMPLETE
-	reasons                 []string      // the in-progress status_reasons serve gave on the way
+	name          string
+	push, applied time.Duration // POST → pushed; → Kustomization applied
+	capi, magnum  time.Duration // → CAPI reports it done; → serve reports *_COMPLETE
+	reasons       []string      // the in-progress status_reasons serve gave on the way
 }
 
 // TestE2EClusterAPI drives one cluster's life through serve → Git → Flux → Helm → the real
@@ -93,10 +93,22 @@ func TestE2EClusterAPI(t *testing.T) {
 	run("resize", filepath.Join(events, "02-prod-a-resize-workers.yaml"), "UPDATE_COMPLETE",
 		h.capiSettled(a.namespace, a.release, 3, map[string]int64{"default-worker": 5}))
 
-	// 3. Add node group gpu-a100 (2 machines), then delete it: a MachineDeployment appears
-	// and goes with its machines.
+	// 3. Add node group gpu-a100 (2 machines), update it, then delete it: a
+	// MachineDeployment appears and goes with its machines.
 	run("nodegroup create", filepath.Join(events, "03-prod-a-create-nodegroup.yaml"), "UPDATE_COMPLETE",
 		h.capiSettled(a.namespace, a.release, 3, map[string]int64{"default-worker": 5, "gpu-a100": 2}))
+	// Autoscaling bounds on gpu-a100 (min 1, max 4): the MachineDeployment carries the
+	// autoscaler's annotations, and no machine changes.
+	gpuMachines := h.machineNames(a.namespace)
+	run("nodegroup update", filepath.Join(events, "04-prod-a-update-nodegroup-autoscale.yaml"), "UPDATE_COMPLETE",
+		h.capiSettled(a.namespace, a.release, 3, map[string]int64{"default-worker": 5, "gpu-a100": 2}))
+	if md, ok := h.get(gvkMDV2, a.namespace, a.release+"-gpu-a100"); !ok ||
+		md.GetAnnotations()["cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"] != "4" {
+		t.Errorf("nodegroup update: MachineDeployment gpu-a100 lacks the autoscaler's max size 4: %v", md.GetAnnotations())
+	}
+	if got := h.machineNames(a.namespace); !slices.Equal(got, gpuMachines) {
+		t.Errorf("nodegroup update replaced machines: %v → %v", gpuMachines, got)
+	}
 	run("nodegroup delete", filepath.Join(events, "05-prod-a-delete-nodegroup.yaml"), "UPDATE_COMPLETE",
 		h.capiSettled(a.namespace, a.release, 3, map[string]int64{"default-worker": 5}))
 	h.checkHealth(uuid, "HEALTHY")
@@ -319,12 +331,13 @@ func (h *harness) checkHealth(uuid, want string) {
 	})
 }
 
-// machineNames lists the Machines of a namespace.
+// machineNames lists the Machines of a namespace, sorted.
 func (h *harness) machineNames(ns string) []string {
 	var out []string
 	for _, m := range h.list(gvkMachineV2, ns) {
 		out = append(out, m.GetName())
 	}
+	slices.Sort(out)
 	return out
 }
 

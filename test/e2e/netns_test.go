@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,7 +39,7 @@ func reexecInNetns() (code int, ok bool) {
 	cmd.Env = append(os.Environ(), netnsEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Run(); err != nil {
-		if ee, isExit := err.(*exec.ExitError); isExit {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			return ee.ExitCode(), true
 		}
 		fmt.Fprintf(os.Stderr, "e2e: running the tests in a network namespace: %v\n", err)
