@@ -98,15 +98,16 @@ func runFleet(t *testing.T, b *binaries, n int) {
 					c.ready = time.Since(t0)
 				}
 			}
-			if c.available == 0 {
-				if ok, _ := h.capiSettled(ns, c.release, 1, map[string]int64{"default-worker": 2})(); ok {
-					c.available = time.Since(t0)
-				}
-			}
 			h.playAddonProvider(ns, c.release)
-			if s := h.serveStatusOf(c.uuid); s.Status == "CREATE_COMPLETE" {
-				if c.available == 0 {
-					t.Fatalf("%s: CREATE_COMPLETE before CAPI settled", c.release)
+			// serve first, then CAPI: CAPI done after serve said so is a lie; before, a race.
+			s := h.serveStatusOf(c.uuid)
+			settled, state := h.capiSettled(ns, c.release, 1, map[string]int64{"default-worker": 2})()
+			if settled && c.available == 0 {
+				c.available = time.Since(t0)
+			}
+			if s.Status == "CREATE_COMPLETE" {
+				if !settled {
+					t.Fatalf("%s: CREATE_COMPLETE before CAPI settled: %s", c.release, state)
 				}
 				c.done = time.Since(t0)
 			}

@@ -122,7 +122,29 @@ func TestE2EClusterAPI(t *testing.T) {
 		t.Errorf("upgrade: machines %v were not replaced", kept)
 	}
 
-	// 5. Delete: Flux uninstalls, CAPI deletes in order, serve sees the Cluster gone and
+	// 5. The workers' flavor changes (m1.medium → m1.large; Magnum itself changes a group's
+	// flavor only through a new group, a site's values or a template may): the chart names
+	// a new machine template, and CAPI replaces every worker, the control plane untouched.
+	flavor := readEvent(t, filepath.Join(events, "06-prod-a-upgrade.yaml"))
+	flavor["id"] = "evt-e2e-capi-flavor"
+	for _, g := range flavor["nodegroups"].([]any) {
+		if ng := g.(map[string]any); ng["name"] == "default-worker" {
+			ng["flavor_id"] = "m1.large"
+		}
+	}
+	setPath(flavor, "m1.large", "cluster", "flavor_id")
+	cpBefore, workersBefore := h.machinesByRole(a.namespace)
+	run("flavor change", writeEvent(t, t.TempDir(), "flavor.yaml", flavor), "UPDATE_COMPLETE",
+		h.capiRolledTo(a.namespace, a.release, "v1.34.3", 3, map[string]int64{"default-worker": 5}))
+	cpAfter, workersAfter := h.machinesByRole(a.namespace)
+	if kept := intersect(workersBefore, workersAfter); len(kept) > 0 {
+		t.Errorf("flavor change: workers %v were not replaced", kept)
+	}
+	if !slices.Equal(cpBefore, cpAfter) {
+		t.Errorf("flavor change: the control plane was rolled too: %v → %v", cpBefore, cpAfter)
+	}
+
+	// 6. Delete: Flux uninstalls, CAPI deletes in order, serve sees the Cluster gone and
 	// only then removes the Secrets; nothing of the cluster is left in the API server.
 	del := deepCopy(readEvent(t, filepath.Join(events, "06-prod-a-upgrade.yaml"))).(map[string]any)
 	del["id"] = "evt-e2e-capi-delete"
@@ -228,7 +250,7 @@ func (h *harness) waitCAPIAndStatus(uuid, ns, release, want string, done func() 
 
 // capiSettled reports when the Cluster is Available, the control plane has cp machines
 // ready and up to date, and each worker MachineDeployment (by node group) has exactly its
-// replicas ready and up to date, with no other MachineDeployment left.
+// replicas ready and up to date, with no other MachineDeployment of the cluster left.
 func (h *harness) capiSettled(ns, release string, cp int64, workers map[string]int64) func() (bool, string) {
 	return func() (bool, string) {
 		cl, ok := h.get(gvkClusterV2, ns, release)
@@ -245,7 +267,8 @@ func (h *harness) capiSettled(ns, release string, cp int64, workers map[string]i
 		if s := replicaState(*kcp); !s.settled(cp) {
 			return false, "KubeadmControlPlane " + s.String()
 		}
-		mds := h.list(gvkMDV2, ns)
+		of := client.MatchingLabels{"cluster.x-k8s.io/cluster-name": release}
+		mds := h.list(gvkMDV2, ns, of)
 		if len(mds) != len(workers) {
 			return false, fmt.Sprintf("%d MachineDeployments, want %d", len(mds), len(workers))
 		}
@@ -262,7 +285,7 @@ func (h *harness) capiSettled(ns, release string, cp int64, workers map[string]i
 		for _, n := range workers {
 			machines += n
 		}
-		if got := int64(len(h.list(gvkMachineV2, ns))); got != machines+cp {
+		if got := int64(len(h.list(gvkMachineV2, ns, of))); got != machines+cp {
 			return false, fmt.Sprintf("%d Machines, want %d", got, machines+cp)
 		}
 		return true, ""
@@ -290,6 +313,13 @@ func (h *harness) capiGone(w clusterWant) func() (bool, string) {
 			return false, "HelmRelease still there"
 		}
 		if cl, ok := h.get(gvkClusterV2, w.namespace, w.release); ok {
+			// The Secrets (the CA among them, which CAPI still reads) stay while it exists.
+			ca := &unstructured.Unstructured{}
+			ca.SetAPIVersion("v1")
+			ca.SetKind("Secret")
+			if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: w.namespace, Name: w.release + "-ca"}, ca); err != nil {
+				h.t.Fatalf("Secret %s-ca is gone while the Cluster still exists: %v", w.release, err)
+			}
 			phase, _, _ := unstructured.NestedString(cl.Object, "status", "phase")
 			return false, fmt.Sprintf("Cluster still there (phase %s, %d Machines)", phase, len(h.list(gvkMachineV2, w.namespace)))
 		}
@@ -329,6 +359,20 @@ func (h *harness) checkHealth(uuid, want string) {
 		s := h.serveStatusOf(uuid)
 		return s.HealthStatus == want, fmt.Sprintf("%s %v", s.HealthStatus, s.HealthReason)
 	})
+}
+
+// machinesByRole lists the control-plane and worker Machines of a namespace, sorted.
+func (h *harness) machinesByRole(ns string) (controlPlane, workers []string) {
+	for _, m := range h.list(gvkMachineV2, ns) {
+		if _, ok := m.GetLabels()["cluster.x-k8s.io/control-plane"]; ok {
+			controlPlane = append(controlPlane, m.GetName())
+		} else {
+			workers = append(workers, m.GetName())
+		}
+	}
+	slices.Sort(controlPlane)
+	slices.Sort(workers)
+	return controlPlane, workers
 }
 
 // machineNames lists the Machines of a namespace, sorted.
