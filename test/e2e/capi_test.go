@@ -205,7 +205,7 @@ func (h *harness) serveStatusOf(uuid string) serveStatus {
 // waitCAPIAndStatus polls serve's status answer and what CAPI really did, once a second,
 // until both say the operation is done. serve reporting want while CAPI is not done fails
 // the test at once: that is the lie the status reader must never tell. It returns when
-// CAPI was first seen done and when serve first reported want (both since t0), and the
+// CAPI was last seen to become done and when serve first reported want (both since t0), and the
 // distinct in-progress reasons serve gave.
 //
 // record, when set, is called with each new state (recordState).
@@ -226,7 +226,10 @@ func (h *harness) waitCAPIAndStatus(uuid, ns, release, want string, done func() 
 		if strings.HasSuffix(s.Status, "_FAILED") {
 			h.t.Fatalf("serve reported %s (%s) while CAPI: %s", s.Status, s.StatusReason, state)
 		}
-		if ok && capi == 0 {
+		switch {
+		case !ok:
+			capi = 0 // not done (again: the old state can look settled until Helm upgrades)
+		case capi == 0:
 			capi = time.Since(t0)
 		}
 		if s.Status == want {
