@@ -535,6 +535,20 @@ class Stack(object):
                     out.append(rec)
         return out
 
+    def refused_updates(self, user):
+        """The cluster updates of `user` Magnum's conductor refused, from its log: Magnum 15
+        answers a PATCH 202 and casts it; the conductor then refuses any cluster not in a
+        *_COMPLETE status, writing nothing (the caller never hears of it)."""
+        out, request = [], None
+        with open(self.log("magnum-conductor"), errors="replace") as f:
+            for line in f:
+                if "Exception during message handling" in line:
+                    request = line
+                elif "NotSupported: Updating a cluster when status is" in line and request \
+                        and (" %s " % self.users[user].id) in request:
+                    out.append(line.split("NotSupported: ", 1)[1].strip())
+        return out
+
     def metrics(self):
         with urllib.request.urlopen(self.serve_url + "/metrics", timeout=10) as r:
             return r.read().decode()

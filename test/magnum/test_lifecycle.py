@@ -639,7 +639,21 @@ def test_12_delete(stack, cli, cluster):
         "issue 29, defect 3: the cluster's application credential is still in Keystone")
 
 
-def test_13_nothing_secret_leaked(stack):
+def test_13_magnum_took_every_health_report(stack):
+    """serve's health reports reach Magnum's database, not only its API: Magnum 15 answers
+    a PATCH 202 and its conductor then refuses, silently to the caller, any cluster that is
+    not *_COMPLETE ("Updating a cluster when status is ..."), while serve counts the report
+    as sent and does not send it again."""
+    refused = stack.refused_updates("magnum-gitops")
+    m = stack.metrics()
+    assert refused == [], (
+        "Magnum's conductor refused %d of serve's health reports (%s), which serve counted as "
+        "sent (%s): reconciler/service health() reports clusters Magnum still shows "
+        "*_IN_PROGRESS" % (len(refused), sorted(set(refused)), [
+            ln for ln in m.splitlines() if ln.startswith("magnum_gitops_health_reports")]))
+
+
+def test_14_nothing_secret_leaked(stack):
     """No password, token or key of the run in serve's log, the CLI's log or Git's
     history (the Secrets there are encrypted)."""
     texts = {"serve log": open(stack.serve_log).read(),
