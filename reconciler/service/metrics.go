@@ -52,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_deletes_completed_total",
 			Help: "Deletes finished: the CAPI Cluster gone, its Secrets deleted from the API server, its directory removed from Git."}),
 		health: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "magnum_gitops_health_reports_total",
-			Help: "Health reports to Magnum, by result (error: the PATCH, or the GET a new leader makes once per cluster, failed)."}, []string{"result"}),
+			Help: "Health reports to Magnum, by result (error: the PATCH, or a GET before it, failed; deferred: Magnum would not update the cluster in its state, tried again next pass)."}, []string{"result"}),
 	}
 	reg.MustRegister(m.events, m.commits, m.pushes, m.pushRetries, m.conflicts, m.groupSize, m.latency, m.steps, m.resync, m.leader, m.deletes, m.health)
 	return m

@@ -512,6 +512,8 @@ func (s *Service) health(ctx context.Context) {
 		rep := s.judge.evaluate(ctx, rec)
 		sent, err := s.o.Reporter.Report(ctx, rep, known)
 		switch {
+		case errors.Is(err, report.ErrNotUpdatable):
+			s.m.health.WithLabelValues("deferred").Inc()
 		case err != nil:
 			s.m.health.WithLabelValues("error").Inc()
 			s.o.Log.Warn("reporting health to Magnum", "cluster", rec.Event.Cluster.UUID, "error", err)

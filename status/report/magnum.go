@@ -3,8 +3,10 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/status"
@@ -26,6 +28,15 @@ type MagnumReporter struct {
 	// Client is a container-infra service client (openstack.NewContainerInfraV1).
 	Client *gophercloud.ServiceClient
 }
+
+// ErrNotUpdatable reports a cluster Magnum's conductor would not update now (an operation
+// is in progress, or failed): nothing was sent.
+var ErrNotUpdatable = errors.New("magnum updates no cluster in this state")
+
+// updatableStatuses are the states in which Magnum's conductor updates a cluster
+// (magnum.conductor.handlers.cluster_conductor, cluster_update's allow_update_status).
+var updatableStatuses = []string{"CREATE_COMPLETE", "UPDATE_COMPLETE", "RESUME_COMPLETE", "RESTORE_COMPLETE",
+	"ROLLBACK_COMPLETE", "SNAPSHOT_COMPLETE", "CHECK_COMPLETE", "ADOPT_COMPLETE"}
 
 // Known is what Magnum currently holds, so unchanged fields are not written.
 type Known struct {
@@ -52,6 +63,16 @@ func (m *MagnumReporter) Report(ctx context.Context, r status.Report, known Know
 	}
 	if len(ops) == 0 {
 		return false, nil
+	}
+	// Magnum's API accepts the PATCH (202) whatever the cluster's state, and its conductor
+	// then refuses, out of the caller's sight, any cluster not in a state it updates: a
+	// report sent then would be lost. Ask first; the next pass tries again.
+	c, err := clusters.Get(ctx, m.client(), r.ClusterUUID).Extract()
+	if err != nil {
+		return false, fmt.Errorf("magnum: reading cluster %s: %w", r.ClusterUUID, err)
+	}
+	if !slices.Contains(updatableStatuses, c.Status) {
+		return false, fmt.Errorf("magnum: cluster %s is %s: %w", r.ClusterUUID, c.Status, ErrNotUpdatable)
 	}
 	if _, err := clusters.Update(ctx, m.client(), r.ClusterUUID, ops).Extract(); err != nil {
 		return false, fmt.Errorf("magnum: updating cluster %s: %w", r.ClusterUUID, err)

@@ -122,7 +122,8 @@ func TestMagnumReporterSendsWhatMagnumAccepted(t *testing.T) {
 			for k, v := range stored {
 				reason[k] = v.(string)
 			}
-			fake := &fakeMagnum{t: t}
+			fake := &fakeMagnum{t: t, clusters: map[string][]byte{
+				"3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03": []byte(`{"uuid": "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03", "status": "UPDATE_COMPLETE"}`)}}
 			srv := httptest.NewServer(fake)
 			defer srv.Close()
 			m := &report.MagnumReporter{Client: magnumClient(srv.URL)}

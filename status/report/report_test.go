@@ -165,7 +165,8 @@ func magnumClient(url string) *gophercloud.ServiceClient {
 
 func TestMagnumReporter(t *testing.T) {
 	t.Parallel()
-	fake := &fakeMagnum{t: t}
+	const uuid = "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03"
+	fake := &fakeMagnum{t: t, clusters: map[string][]byte{uuid: []byte(`{"uuid": "` + uuid + `", "status": "CREATE_COMPLETE"}`)}}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	m := &report.MagnumReporter{Client: magnumClient(srv.URL)}
@@ -198,6 +199,20 @@ func TestMagnumReporter(t *testing.T) {
 	}
 	if len(fake.patches) != 1 {
 		t.Errorf("node_count written during an operation: %v", fake.patches)
+	}
+	// A cluster Magnum holds in an operation: its conductor would drop the update after
+	// the API's 202, so nothing is sent, and the caller is told to try again.
+	for _, held := range []string{"UPDATE_IN_PROGRESS", "UPDATE_FAILED"} {
+		fake.mu.Lock()
+		fake.clusters[uuid] = []byte(`{"uuid": "` + uuid + `", "status": "` + held + `"}`)
+		fake.mu.Unlock()
+		sent, err := m.Report(ctx, r, report.Known{HealthStatus: v1alpha1.Healthy, NodeCount: 6})
+		if sent || !errors.Is(err, report.ErrNotUpdatable) {
+			t.Errorf("%s: sent %v, err %v; want nothing sent and ErrNotUpdatable", held, sent, err)
+		}
+		if len(fake.patches) != 1 {
+			t.Errorf("%s: a PATCH was sent: %v", held, fake.patches)
+		}
 	}
 }
 
@@ -290,8 +305,9 @@ func TestMagnumReporterKnown(t *testing.T) {
 			if !slices.Equal(paths, tt.wantPaths) {
 				t.Errorf("PATCHed %v, want %v", paths, tt.wantPaths)
 			}
-			if fake.gets != 1 {
-				t.Errorf("%d GET requests, want 1", fake.gets)
+			// Known's, and the one Report makes before it PATCHes.
+			if want := 1 + len(fake.patches); fake.gets != want {
+				t.Errorf("%d GET requests, want %d", fake.gets, want)
 			}
 		})
 	}
