@@ -62,6 +62,11 @@ func Evaluate(v View, o Objects, opts Options) Report {
 	// walk the repository) and decides for the cluster and its node groups alike.
 	pending := revisionPending(v, o, opts)
 	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, cc, pending)
+	for _, ng := range v.NodeGroups {
+		if ng.Role != v1alpha1.RoleMaster && ng.Status.Action() != v1alpha1.ActionDelete {
+			r.WorkerGroups++
+		}
+	}
 	r.HealthStatus, r.HealthReason = health(v, o, cc)
 
 	action := v.Status.Action()

@@ -58,7 +58,10 @@ func (m *MagnumReporter) Report(ctx context.Context, r status.Report, known Know
 			ops = append(ops, clusters.UpdateOpts{Op: clusters.ReplaceOp, Path: "/health_status_reason", Value: reasonsText(r.HealthReason)})
 		}
 	}
-	if r.NodeCount != known.NodeCount && r.NodeCount > 0 && r.Status.Outcome() == v1alpha1.Complete {
+	// Magnum shows the sum of every worker group as node_count but takes a PATCH of it as the
+	// default worker group's new size (and resizes it through the driver): written only when
+	// that group is the only one.
+	if r.NodeCount != known.NodeCount && r.NodeCount > 0 && r.Status.Outcome() == v1alpha1.Complete && r.WorkerGroups == 1 {
 		ops = append(ops, clusters.UpdateOpts{Op: clusters.ReplaceOp, Path: "/node_count", Value: r.NodeCount})
 	}
 	if len(ops) == 0 {

@@ -129,7 +129,7 @@ func TestMagnumReporterSendsWhatMagnumAccepted(t *testing.T) {
 			m := &report.MagnumReporter{Client: magnumClient(srv.URL)}
 			health := v1alpha1.HealthStatus(c.Conductor["health_status"].(string))
 			r := status.Report{ClusterUUID: "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03", Status: v1alpha1.UpdateComplete,
-				HealthStatus: health, HealthReason: reason}
+				HealthStatus: health, HealthReason: reason, WorkerGroups: 1}
 			if n, ok := c.Conductor["node_count"].(float64); ok {
 				r.NodeCount = int(n)
 			}

@@ -173,7 +173,7 @@ func TestMagnumReporter(t *testing.T) {
 	ctx := context.Background()
 	reason := map[string]string{"cluster": "Ready", "infrastructure": "Ready", "controlplane": "Waiting on ['MachinesReady']", "nodegroup": "Ready"}
 	r := status.Report{ClusterUUID: "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03", Status: v1alpha1.CreateComplete, NodeCount: 6,
-		HealthStatus: v1alpha1.Unhealthy, HealthReason: reason}
+		HealthStatus: v1alpha1.Unhealthy, HealthReason: reason, WorkerGroups: 1}
 
 	sent, err := m.Report(ctx, r, report.Known{HealthStatus: v1alpha1.Healthy, NodeCount: 3})
 	if err != nil || !sent {
@@ -199,6 +199,15 @@ func TestMagnumReporter(t *testing.T) {
 	}
 	if len(fake.patches) != 1 {
 		t.Errorf("node_count written during an operation: %v", fake.patches)
+	}
+	// With two worker groups Magnum would take node_count as the default group's new size.
+	r3 := r
+	r3.WorkerGroups, r3.NodeCount = 2, 8
+	if _, err := m.Report(ctx, r3, report.Known{HealthStatus: v1alpha1.Unhealthy, HealthReason: reason, NodeCount: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fake.patches) != 1 {
+		t.Errorf("node_count written for a cluster of two worker groups: %v", fake.patches)
 	}
 	// A cluster Magnum holds in an operation: its conductor would drop the update after
 	// the API's 202, so nothing is sent, and the caller is told to try again.
@@ -236,14 +245,14 @@ func TestMagnumReporterKnown(t *testing.T) {
 		fixture: "cluster-get-one-resp.json",
 		want:    report.Known{HealthStatus: v1alpha1.Unhealthy, HealthReason: reason, NodeCount: 6},
 		report: status.Report{ClusterUUID: "5c2f8e41-7b3d-4a9e-8f60-1d2c3b4a5e6f", Status: v1alpha1.UpdateComplete,
-			NodeCount: 6, HealthStatus: v1alpha1.Unhealthy, HealthReason: reason},
+			NodeCount: 6, HealthStatus: v1alpha1.Unhealthy, HealthReason: reason, WorkerGroups: 1},
 	}, {
 		name:    "health not reported yet: only the health fields are written",
 		uuid:    "0d4e6f8a-2b1c-4d3e-9f5a-6b7c8d9e0f1a",
 		fixture: "cluster-get-one-no-health-resp.json",
 		want:    report.Known{NodeCount: 2},
 		report: status.Report{ClusterUUID: "0d4e6f8a-2b1c-4d3e-9f5a-6b7c8d9e0f1a", Status: v1alpha1.CreateComplete,
-			NodeCount: 2, HealthStatus: v1alpha1.Healthy, HealthReason: healthy},
+			NodeCount: 2, HealthStatus: v1alpha1.Healthy, HealthReason: healthy, WorkerGroups: 1},
 		wantPaths: []string{"/health_status", "/health_status_reason"},
 	}, {
 		name: "cluster unknown to Magnum: 404",
