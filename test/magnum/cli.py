@@ -33,6 +33,9 @@ class OpenStackCLI(object):
     def __init__(self, stack, user, project, log):
         self.log = log
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+        # `coe cluster config` prints an export line for the caller's shell and reads
+        # $SHELL unguarded (KeyError 'SHELL'); a login shell sets it, CI's runner does not.
+        self.env.setdefault("SHELL", "/bin/bash")
         self.env.update(OS_AUTH_URL=stack.auth_url, OS_IDENTITY_API_VERSION="3",
                         OS_USERNAME=user, OS_PASSWORD=stack.passwords[user],
                         OS_PROJECT_NAME=project, OS_USER_DOMAIN_NAME="Default",
