@@ -18,6 +18,10 @@ import (
 type Result struct {
 	Operation v1alpha1.Operation `json:"operation"`
 	EventID   string             `json:"event_id,omitempty"`
+	// EventDigest identifies the event as its sender sent it, before resolvers completed
+	// it; the caller that resolves sets it (reconciler.Pipeline.Render), so that a commit
+	// names the request a retry repeats.
+	EventDigest string `json:"-"`
 	// ClusterUUID and ClusterName identify the Magnum cluster.
 	ClusterUUID string `json:"cluster_uuid"`
 	ClusterName string `json:"cluster_name"`

@@ -56,9 +56,14 @@ func CommitChange(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generato
 		},
 	}
 	if res.EventID != "" {
-		// The digest lets a restarted service tell a retried event id from a reused one.
+		// The digest lets a restarted service tell a retried event id from a reused one:
+		// of the event as it came, which a retry repeats, not as the resolvers completed it.
+		digest := res.EventDigest
+		if digest == "" {
+			digest = Digest(ev)
+		}
 		c.Trailers = append(c.Trailers, gitrepo.Trailer{Key: TrailerEventID, Value: res.EventID},
-			gitrepo.Trailer{Key: TrailerEventDigest, Value: Digest(ev)})
+			gitrepo.Trailer{Key: TrailerEventDigest, Value: digest})
 	}
 	for p, b := range fs.Files {
 		c.Files[p] = b

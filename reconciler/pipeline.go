@@ -34,13 +34,22 @@ func Decode(data []byte) (*v1alpha1.ClusterEvent, error) {
 	return ev, stepError("decode", err)
 }
 
-// Render runs the resolve and render steps. The event may be completed by the resolvers.
+// Render runs the resolve and render steps. The event may be completed by the resolvers;
+// the result keeps the digest of the event as it came, which is what a retry carries.
 func (p *Pipeline) Render(ctx context.Context, ev *v1alpha1.ClusterEvent) (*generator.Result, error) {
+	var digest string
+	if ev.ID != "" {
+		digest = Digest(ev)
+	}
 	for _, r := range p.Resolvers {
 		if err := r.Resolve(ctx, ev); err != nil {
 			return nil, stepError("resolve", err)
 		}
 	}
 	res, err := generator.Render(ev, p.Config)
-	return res, stepError("render", err)
+	if err != nil {
+		return nil, stepError("render", err)
+	}
+	res.EventDigest = digest
+	return res, nil
 }

@@ -166,6 +166,10 @@ func (s *Server) logEvent(r *http.Request, sum reconciler.Summary, took time.Dur
 	attrs := []any{"event_id", sum.EventID, "operation", sum.Operation, "cluster", sum.ClusterUUID,
 		"stack_id", sum.StackID, "outcome", sum.Outcome, "commit", sum.Revision, "duration", took,
 		"request_id", r.Header.Get("X-OpenStack-Request-ID")}
+	if sum.Replayed {
+		// A retry answered from the commit that carried its event id: nothing committed.
+		attrs = append(attrs, "replayed", true)
+	}
 	if sum.Error != "" {
 		s.Log.Warn("event refused", append(attrs, "error", sum.Error)...)
 		return
