@@ -243,13 +243,18 @@ func revisionPending(v View, o Objects, opts Options) string {
 	return ""
 }
 
-// helmMessage phrases a Flux condition: "Helm upgrade failed: <message>".
+// helmMessage phrases a Flux condition: "Helm upgrade failed: <message>". helm-controller's
+// own failure messages already say what failed ("Helm upgrade failed for release ns/name
+// with chart name@version: <error>") and are kept as they are, not said twice.
 func helmMessage(c Condition) string {
 	verb := map[string]string{"InstallFailed": "Helm install failed", "UpgradeFailed": "Helm upgrade failed",
 		"RetriesExceeded": "Helm retries exceeded", "ArtifactFailed": "chart not available",
 		"UninstallFailed": "Helm uninstall failed"}[c.Reason]
 	if verb == "" {
 		verb = c.Reason
+	}
+	if verb != "" && strings.HasPrefix(c.Message, verb+" ") {
+		return c.Message
 	}
 	return strings.TrimPrefix(verb+": "+c.Message, ": ")
 }

@@ -292,9 +292,9 @@ func TestE2EHelmInstallFailure(t *testing.T) {
 	if _, ok := h.get(gvkCluster, ns, release); ok {
 		t.Error("the Cluster exists although the chart did not render")
 	}
-	h.waitStatus(create, "CREATE_IN_PROGRESS", rev, time.Now(), "CREATE_IN_PROGRESS", "Helm install failed: ")
+	h.waitStatus(create, "CREATE_IN_PROGRESS", rev, time.Now(), "CREATE_IN_PROGRESS", "Helm install failed for release ")
 	r := h.waitStatus(create, "CREATE_IN_PROGRESS", rev, time.Now().Add(-61*time.Minute), "CREATE_FAILED", helmSays)
-	if !strings.Contains(r.StatusReason, "not complete after 1h0m0s: HelmRelease "+release+": Helm install failed: ") {
+	if !strings.Contains(r.StatusReason, "not complete after 1h0m0s: HelmRelease "+release+": Helm install failed for release ") {
 		t.Errorf("status_reason %q: want the timeout and Helm's failure", r.StatusReason)
 	}
 	// Nothing was half-installed: Helm recorded the failed release only.
