@@ -143,6 +143,24 @@ func (c Conditions) Waiting() []string {
 	if len(set) == 0 {
 		set = c.v1beta2
 	}
+	return waiting(set)
+}
+
+// Busy lists, in type order, the new-layout conditions of negative polarity that are True:
+// what the object is doing (RollingOut, ScalingUp, Deleting, …), which the v1beta1 layout
+// has no condition for.
+func (c Conditions) Busy() []string {
+	var out []string
+	for _, t := range sortedKeys(c.v1beta2) {
+		if Negative(t) && c.v1beta2[t].Status == True {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// waiting lists the conditions of set not in their normal state, in type order.
+func waiting(set map[string]Condition) []string {
 	var out []string
 	for _, t := range sortedKeys(set) {
 		cond := set[t]

@@ -373,15 +373,21 @@ func clusterBlocker(name string, c Conditions) string {
 	return describe("Cluster", name, c)
 }
 
-// describe names a blocking object and its most telling condition.
+// describe names a blocking object and its most telling condition. When every condition
+// of the layout Waiting reads is in its normal state, what the object is doing says why it
+// is not done: a MachineDeployment replacing its machines reports that only in its v1beta2
+// RollingOut condition, its v1beta1 conditions all True.
 func describe(kind, name string, c Conditions) string {
-	w := c.Waiting()
-	if len(w) == 0 {
+	var cond Condition
+	if w := c.Waiting(); len(w) > 0 {
+		cond = c.V1Beta1(w[0])
+		if cond.Status == Unknown && cond.Message == "" {
+			cond = c.V1Beta2(w[0])
+		}
+	} else if busy := c.Busy(); len(busy) > 0 {
+		cond = c.V1Beta2(busy[0])
+	} else {
 		return kind + " " + name + ": not ready"
-	}
-	cond := c.V1Beta1(w[0])
-	if cond.Status == Unknown && cond.Message == "" {
-		cond = c.V1Beta2(w[0])
 	}
 	msg := fmt.Sprintf("%s %s: %s %s", kind, name, cond.Type, cond.Status)
 	if cond.Message != "" {
