@@ -65,6 +65,7 @@ func Evaluate(v View, o Objects, opts Options) Report {
 	for _, ng := range v.NodeGroups {
 		if ng.Role != v1alpha1.RoleMaster && ng.Status.Action() != v1alpha1.ActionDelete {
 			r.WorkerGroups++
+			r.DesiredNodeCount += ng.NodeCount
 		}
 	}
 	r.HealthStatus, r.HealthReason = health(v, o, cc)

@@ -102,6 +102,10 @@ type Report struct {
 	// node_count resizes its default worker group, so only with one group is the cluster's
 	// node_count that group's.
 	WorkerGroups int `json:"-"`
+	// DesiredNodeCount is the cluster's node_count (the sum of those groups) in the Magnum
+	// view the report judges: while Magnum holds another, it is asking for an operation
+	// serve has not seen yet.
+	DesiredNodeCount int `json:"-"`
 }
 
 // NodeGroupReport is one node group's state.

@@ -61,7 +61,8 @@ func (m *MagnumReporter) Report(ctx context.Context, r status.Report, known Know
 	// Magnum shows the sum of every worker group as node_count but takes a PATCH of it as the
 	// default worker group's new size (and resizes it through the driver): written only when
 	// that group is the only one.
-	if r.NodeCount != known.NodeCount && r.NodeCount > 0 && r.Status.Outcome() == v1alpha1.Complete && r.WorkerGroups == 1 {
+	nodeCount := r.NodeCount != known.NodeCount && r.NodeCount > 0 && r.Status.Outcome() == v1alpha1.Complete && r.WorkerGroups == 1
+	if nodeCount {
 		ops = append(ops, clusters.UpdateOpts{Op: clusters.ReplaceOp, Path: "/node_count", Value: r.NodeCount})
 	}
 	if len(ops) == 0 {
@@ -76,6 +77,19 @@ func (m *MagnumReporter) Report(ctx context.Context, r status.Report, known Know
 	}
 	if !slices.Contains(updatableStatuses, c.Status) {
 		return false, fmt.Errorf("magnum: cluster %s is %s: %w", r.ClusterUUID, c.Status, ErrNotUpdatable)
+	}
+	// Magnum saves a resize's or an update's new count, still *_COMPLETE, before its driver
+	// sends serve the operation: a count other than the one the report judged is a request
+	// on its way, which writing CAPI's count would undo. Only the autoscaler's changes, with
+	// Magnum still at the judged count, are written.
+	if nodeCount && (c.NodeCount != r.DesiredNodeCount || c.NodeCount == r.NodeCount) {
+		ops = slices.DeleteFunc(ops, func(o clusters.UpdateOpts) bool { return o.Path == "/node_count" })
+		if len(ops) == 0 {
+			if c.NodeCount == r.NodeCount {
+				return false, nil
+			}
+			return false, fmt.Errorf("magnum: cluster %s asks for %d nodes, serve has %d: %w", r.ClusterUUID, c.NodeCount, r.DesiredNodeCount, ErrNotUpdatable)
+		}
 	}
 	if _, err := clusters.Update(ctx, m.client(), r.ClusterUUID, ops).Extract(); err != nil {
 		return false, fmt.Errorf("magnum: updating cluster %s: %w", r.ClusterUUID, err)

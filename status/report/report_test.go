@@ -166,14 +166,15 @@ func magnumClient(url string) *gophercloud.ServiceClient {
 func TestMagnumReporter(t *testing.T) {
 	t.Parallel()
 	const uuid = "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03"
-	fake := &fakeMagnum{t: t, clusters: map[string][]byte{uuid: []byte(`{"uuid": "` + uuid + `", "status": "CREATE_COMPLETE"}`)}}
+	fake := &fakeMagnum{t: t, clusters: map[string][]byte{uuid: []byte(`{"uuid": "` + uuid + `", "status": "CREATE_COMPLETE", "node_count": 3}`)}}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	m := &report.MagnumReporter{Client: magnumClient(srv.URL)}
 	ctx := context.Background()
 	reason := map[string]string{"cluster": "Ready", "infrastructure": "Ready", "controlplane": "Waiting on ['MachinesReady']", "nodegroup": "Ready"}
+	// The autoscaler took the cluster from the 3 nodes Magnum asked for to 6.
 	r := status.Report{ClusterUUID: "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03", Status: v1alpha1.CreateComplete, NodeCount: 6,
-		HealthStatus: v1alpha1.Unhealthy, HealthReason: reason, WorkerGroups: 1}
+		HealthStatus: v1alpha1.Unhealthy, HealthReason: reason, WorkerGroups: 1, DesiredNodeCount: 3}
 
 	sent, err := m.Report(ctx, r, report.Known{HealthStatus: v1alpha1.Healthy, NodeCount: 3})
 	if err != nil || !sent {
@@ -209,6 +210,20 @@ func TestMagnumReporter(t *testing.T) {
 	if len(fake.patches) != 1 {
 		t.Errorf("node_count written for a cluster of two worker groups: %v", fake.patches)
 	}
+	// Magnum already saved another count (a resize or an update in its driver call, the
+	// cluster still *_COMPLETE): writing CAPI's count would undo that request. Health is
+	// still written; a report of node_count alone is deferred.
+	fake.mu.Lock()
+	fake.clusters[uuid] = []byte(`{"uuid": "` + uuid + `", "status": "UPDATE_COMPLETE", "node_count": 1}`)
+	fake.mu.Unlock()
+	sent, err = m.Report(ctx, r, report.Known{HealthStatus: v1alpha1.Healthy, NodeCount: 3})
+	if !sent || err != nil || len(fake.patches) != 2 || len(fake.patches[1]) != 2 || fake.patches[1][0]["path"] == "/node_count" || fake.patches[1][1]["path"] == "/node_count" {
+		t.Errorf("with a request on its way: sent %v, %v, patches %v; want health only", sent, err, fake.patches)
+	}
+	sent, err = m.Report(ctx, r, report.Known{HealthStatus: v1alpha1.Unhealthy, HealthReason: reason, NodeCount: 3})
+	if sent || !errors.Is(err, report.ErrNotUpdatable) || len(fake.patches) != 2 {
+		t.Errorf("node_count alone with a request on its way: sent %v, %v, patches %v; want nothing sent, deferred", sent, err, fake.patches)
+	}
 	// A cluster Magnum holds in an operation: its conductor would drop the update after
 	// the API's 202, so nothing is sent, and the caller is told to try again.
 	for _, held := range []string{"UPDATE_IN_PROGRESS", "UPDATE_FAILED"} {
@@ -219,7 +234,7 @@ func TestMagnumReporter(t *testing.T) {
 		if sent || !errors.Is(err, report.ErrNotUpdatable) {
 			t.Errorf("%s: sent %v, err %v; want nothing sent and ErrNotUpdatable", held, sent, err)
 		}
-		if len(fake.patches) != 1 {
+		if len(fake.patches) != 2 {
 			t.Errorf("%s: a PATCH was sent: %v", held, fake.patches)
 		}
 	}
