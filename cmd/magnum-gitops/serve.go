@@ -12,10 +12,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
@@ -90,6 +93,10 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		return configError(fmt.Errorf("--log-format: unknown format %q (text, json)", o.logFormat))
 	}
 	log := slog.New(h)
+	// client-go (leader election, informers) logs through klog, controller-runtime through
+	// its logr sink: both into the same handler, so a JSON log stays JSON.
+	klog.SetSlogLogger(log)
+	ctrllog.SetLogger(logr.FromSlogHandler(h))
 	file, err := loadConfig(o.configFile)
 	if err != nil {
 		return err
