@@ -11,7 +11,7 @@ TESTBIN_DIR = $(shell hack/testbin.sh 2>/dev/null | tail -n 1)
 
 export GOTOOLCHAIN := local
 
-.PHONY: help build test test-unit test-driver testbin flux capi e2e e2e-magnum e2e-scale demo bench fuzz update-golden vet lint fmt clean
+.PHONY: help build test test-unit test-driver testbin flux capi e2e e2e-magnum e2e-magnum-capi e2e-scale demo bench fuzz update-golden vet lint fmt clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -20,7 +20,7 @@ build: ## Build bin/magnum-gitops
 	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/magnum-gitops
 
 test: testbin lint test-driver ## Run every test (builds the test binaries on first use)
-	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" $(GO) test $(GOFLAGS) -count=1 $(PKGS)
+	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" $(GO) test $(GOFLAGS) -count=1 -timeout 30m $(PKGS)
 
 test-driver: build ## The Magnum driver shim's tests (Python, Magnum's own fixtures) against bin/magnum-gitops
 	MAGNUM_GITOPS_BIN=$(CURDIR)/$(BIN) contrib/magnum-driver/run-tests.sh
@@ -47,6 +47,10 @@ e2e: testbin flux capi build ## End to end through the real Flux and Cluster API
 # the openstack coe CLI and magnum-tempest-plugin; test/magnum/README.md.
 e2e-magnum: build ## End to end through the real Magnum stack and the openstack CLI (test/magnum)
 	MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" hack/e2e-magnum.sh
+
+e2e-magnum-capi: testbin flux capi build ## The Magnum lifecycle against real Flux and Cluster API (test/magnum, E2E_MAGNUM_CAPI=1)
+	E2E_MAGNUM_CAPI=1 KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" \
+	  CAPI_BIN="$$(hack/capi.sh | tail -n 1)" MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" hack/e2e-magnum.sh test_lifecycle.py
 
 # Not in CI: renders E2E_SCALE_CLUSTERS (2,000) clusters and syncs them twice (one
 # Kustomization, then one per project namespace); tens of minutes on 2 cores.

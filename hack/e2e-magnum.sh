@@ -3,6 +3,9 @@
 #
 #   hack/e2e-magnum.sh [pytest args]        e.g. -k lifecycle, -x
 #   E2E_MAGNUM_DRIVER_REV=<commit> hack/e2e-magnum.sh   the driver shim as at that commit
+#   E2E_MAGNUM_CAPI=1 hack/e2e-magnum.sh test_lifecycle.py   against real Flux and Cluster
+#       API instead of their stand-in (make e2e-magnum-capi; needs KUBEBUILDER_ASSETS,
+#       FLUX_BIN and CAPI_BIN)
 #
 # 1. Installs the Debian packages the stack needs (Keystone, Glance, Magnum 15.0.1 API and
 #    conductor, the OpenStack CLI with magnumclient, RabbitMQ, MariaDB, tempest and
@@ -123,6 +126,18 @@ wheel=$(ls "$work"/dist/magnum_gitops_driver-*.whl)
 [ -d "$work/driver-site/magnum_gitops_driver" ] || { log "installing $wheel failed"; exit 1; }
 export E2E_MAGNUM_DRIVER_SITE=$work/driver-site
 log "driver wheel $(basename "$wheel") built and installed in $((SECONDS - wheel_start))s"
+
+# -- 3b. the real management cluster (E2E_MAGNUM_CAPI=1) -------------------------------------
+# test/e2e's TestMagnumManagementCluster runs real Flux and Cluster API for the stack
+# (test/magnum/management.py); it needs the binaries make testbin, flux and capi cache.
+if [ "${E2E_MAGNUM_CAPI:-}" = 1 ]; then
+  for v in KUBEBUILDER_ASSETS FLUX_BIN CAPI_BIN; do
+    [ -n "${!v:-}" ] || { log "E2E_MAGNUM_CAPI=1 needs $v (make e2e-magnum-capi sets it)"; exit 1; }
+  done
+  export E2E_TEST_BIN=$work/e2e.test
+  "${GO:-go}" test -c -tags e2e -o "$E2E_TEST_BIN" ./test/e2e
+  log "management cluster: real Flux and Cluster API (test/e2e built into $E2E_TEST_BIN)"
+fi
 
 # -- 4. the suite -----------------------------------------------------------------------------
 export E2E_MAGNUM_REPORT=${E2E_MAGNUM_REPORT:-$work/report.json}

@@ -282,6 +282,10 @@ type harness struct {
 	clusterAPI  bool
 	capiStartup time.Duration
 	capi        *capiCluster
+	// hostNetwork runs the Cluster API controllers in the host's network namespace, for
+	// processes outside this test that must reach them on loopback; nothing else may run
+	// CAPD's in-memory API servers on the host meanwhile.
+	hostNetwork bool
 	// postRenderers are the site post-renderers of the configuration, for installing the
 	// chart as the driver would on the same site (adoption_test.go).
 	postRenderers []helmv2.PostRenderer
@@ -299,6 +303,29 @@ func withValuesOverlay(v map[string]any) harnessOption {
 // startup to come up.
 func withClusterAPI(startup time.Duration) harnessOption {
 	return func(h *harness) { h.clusterAPI, h.capiStartup = true, startup }
+}
+
+// withExternalGit makes Flux (and serve) use a Git remote someone else serves: its URL,
+// the password of gitUser, and its bare repository on this machine (seeded here when it
+// has no main yet).
+func withExternalGit(url, password, bareRepo string) harnessOption {
+	return func(h *harness) { h.gitURL, h.gitPassword, h.gitDir = url, password, bareRepo }
+}
+
+// withAgeIdentity makes Flux decrypt with a given age identity (serve encrypts to it).
+func withAgeIdentity(id *age.X25519Identity) harnessOption {
+	return func(h *harness) { h.ageIdentity = id }
+}
+
+// withHostNetwork lets the Cluster API controllers run without a network namespace of
+// their own (see harness.hostNetwork).
+func withHostNetwork() harnessOption {
+	return func(h *harness) { h.hostNetwork = true }
+}
+
+// withoutServe starts no serve: the caller runs its own.
+func withoutServe() harnessOption {
+	return func(h *harness) { h.noServe = true }
 }
 
 // withPerNamespaceLayout runs the per-namespace layout.
@@ -332,7 +359,11 @@ func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnes
 		h.startCAPI()
 	}
 	h.startChartServer()
-	h.startGitServer()
+	if h.gitURL == "" {
+		h.startGitServer()
+	} else {
+		h.seedRepository()
+	}
 	h.writeMagnumConfig()
 	h.startFlux()
 	// Registered last, so it runs first: while the API server and the controllers still run.
@@ -478,9 +509,17 @@ func (h *harness) startGitServer() {
 		backend.ServeHTTP(w, r)
 	})
 	h.gitURL = "http://" + h.serve("git", handler) + "/" + repoName
-	// Seed main with a README and the (empty) Flux path, so that the Kustomization is Ready
-	// before the first event and each step measures one change; after the server is up,
-	// because a seed tree names its URL.
+	// After the server is up, because a seed tree names its URL.
+	h.seedRepository()
+}
+
+// seedRepository gives main a README and the (empty) Flux path, so that the Kustomization
+// is Ready before the first event and each step measures one change. A repository that
+// has a main already is left as it is.
+func (h *harness) seedRepository() {
+	if exec.Command("git", "--git-dir", h.gitDir, "rev-parse", "--verify", "-q", "refs/heads/main").Run() == nil {
+		return
+	}
 	seed := filepath.Join(h.work, "seed")
 	h.git("", "clone", "-q", h.gitDir, seed)
 	os.MkdirAll(filepath.Join(seed, fluxPath), 0o755)

@@ -51,6 +51,18 @@ def stack(request):
         s.clean_up_workdir()
 
 
+# The lifecycle starts from an empty repository and asserts on the whole history; the fault
+# tests make their own cluster after it; tempest comes last (it checks what it left behind).
+ORDER = ("test_lifecycle.py", "test_faults.py", "test_tempest.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item):
+        name = item.fspath.basename
+        return ORDER.index(name) if name in ORDER else len(ORDER)
+    items.sort(key=rank)  # stable: the order within a module stays
+
+
 _skipped = []
 
 

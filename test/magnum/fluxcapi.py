@@ -43,6 +43,15 @@ class FluxCAPIStandIn(object):
                                        daemon=True)
         self.thread.start()
 
+    def api_address(self, stack_id):
+        """The control plane endpoint every Cluster of this stand-in has
+        (contrib/magnum-driver/tests/service.py: cluster_objects)."""
+        return "https://203.0.113.10:6443"
+
+    def capi_done(self, operation, stack_id, since, workers=None):
+        """The stand-in's Cluster API is done when it applies: no moment of its own."""
+        return None
+
     def stop(self):
         self._stop.set()
         self.thread.join(timeout=10)

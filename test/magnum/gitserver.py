@@ -34,6 +34,9 @@ class GitServer(object):
         if not os.access(self.backend, os.X_OK):
             raise RuntimeError("git-http-backend is missing at %s" % self.backend)
         self.pushes = []  # (time.time() when the push's answer was complete, branch head)
+        # Called once, after a push has updated the branch and before its answer is sent:
+        # a fault test kills the pusher there, so it never learns that its push landed.
+        self.before_push_answer = None
         self.requests = 0
         self._lock = threading.Lock()
         self.port = free_port()
@@ -150,6 +153,11 @@ class GitServer(object):
                         status = int(v.split()[0])
                     elif k:
                         headers.append((k, v.strip()))
+                if self.command == "POST" and path.endswith("/git-receive-pack"):
+                    with server._lock:
+                        hook, server.before_push_answer = server.before_push_answer, None
+                    if hook is not None:
+                        hook()
                 self.send_response(status)
                 for k, v in headers:
                     self.send_header(k, v)

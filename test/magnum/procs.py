@@ -42,7 +42,7 @@ class Process(object):
 
     def __init__(self, name, args, log, env=None, cwd=None, term_timeout=10):
         self.name, self.args, self.log = name, args, log
-        self.term_timeout = term_timeout
+        self.env, self.cwd, self.term_timeout = env, cwd, term_timeout
         out = open(log, "ab")
         try:
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
@@ -72,6 +72,27 @@ class Process(object):
             return False
         except PermissionError:
             return True
+
+    def again(self):
+        """A new Process of the same command, environment and directory, logging to the
+        same file (a restart after stop or kill)."""
+        return Process(self.name, self.args, self.log, env=self.env, cwd=self.cwd,
+                       term_timeout=self.term_timeout)
+
+    def kill(self):
+        """SIGKILL to the group, as the kernel's OOM killer or a node failure ends it: no
+        handler runs. Waits until the group is gone."""
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + 10
+        while self._group_alive() and time.monotonic() < deadline:
+            self.proc.poll()
+            time.sleep(0.05)
+        self.proc.poll()
+        if self._group_alive():
+            raise RuntimeError("%s (process group %d) survived SIGKILL" % (self.name, self.pgid))
 
     def stop(self):
         """SIGTERM to the group, SIGKILL to the group after term_timeout; waits for both."""

@@ -6,8 +6,11 @@
                (Debian's Magnum 15.0.1) with the driver shim installed as a wheel on their
                PYTHONPATH, `magnum-gitops serve` (MAGNUM_GITOPS_BIN) pushing to a real
                smart-HTTP Git remote (git http-backend, basic auth).
-  stand-ins:   Nova, Neutron and Cinder (standins.py says why and what they answer), and
-               Flux + Cluster API (fluxcapi.FluxCAPIStandIn, serve's --objects file).
+  stand-ins:   Nova, Neutron and Cinder (standins.py says why and what they answer).
+  Flux + CAPI: by default a stand-in (fluxcapi.FluxCAPIStandIn, serve's --objects file);
+               with E2E_MAGNUM_CAPI=1 the real controllers (management.ManagementCluster:
+               real Flux, Cluster API v1.14.2 with CAPD's in-memory backend), which serve
+               reads through a kubeconfig.
 
 Recipes and traps: ../shared/docs/openstack-offline.md. Every process runs in its own
 process group and is stopped with SIGTERM, then SIGKILL (procs.Process).
@@ -33,6 +36,7 @@ import pymysql
 import yaml
 
 from fluxcapi import FluxCAPIStandIn
+from management import ManagementCluster
 from gitserver import GitServer, USER as GIT_USER
 from procs import PYTHON, Process, amqp_ready, free_port, http_status, run, wait_for
 import shimtests
@@ -167,6 +171,11 @@ class Stack(object):
         self.passwords = {}
         self.timings = {}
         self.git = self.flux = None
+        # Real Flux and Cluster API (management.py) instead of the stand-in (fluxcapi.py).
+        self.capi = os.environ.get("E2E_MAGNUM_CAPI") == "1"
+        # How much longer than with the stand-in an operation may take: real machines
+        # (simulated by CAPD's in-memory backend) boot, roll and go one after another.
+        self.patience = 6 if self.capi else 1
         self.standins = []
 
     # -- helpers ---------------------------------------------------------------------------
@@ -185,6 +194,11 @@ class Stack(object):
 
     def log(self, name):
         return os.path.join(self.logs, name + ".log")
+
+    def log_count(self, name, text):
+        """How many lines of a process's log contain text."""
+        with open(self.log(name), errors="replace") as f:
+            return sum(text in line for line in f)
 
     def spawn(self, name, args, **kw):
         p = Process(name, args, self.log(name), **kw)
@@ -491,7 +505,7 @@ class Stack(object):
         self.serve_port = free_port()
         self.serve_url = "http://127.0.0.1:%d" % self.serve_port
         self.objects_file = os.path.join(d, "objects.yaml")
-        config = self.write("serve/config.yaml", yaml.safe_dump({
+        config = {
             "git": {"url": self.git.url, "auth": {"username": GIT_USER,
                                                   "password_file": git_pw},
                     "author": {"name": "magnum-gitops", "email": "magnum-gitops@e2e.invalid"}},
@@ -499,14 +513,25 @@ class Stack(object):
             "serve": {"listen": "127.0.0.1:%d" % self.serve_port,
                       "token_files": [self.serve_token_file]},
             "openstack": {"cloud": "magnum-gitops", "clouds_file": clouds, "region": REGION},
-        }))
-        self.flux = FluxCAPIStandIn(self.git, self.objects_file)
+        }
+        if self.capi:
+            self.flux = ManagementCluster(self, self.git, git_pw, self.age_key)
+            config = self.flux.serve_config(config)
+            status_source = ["--kubeconfig", self.flux.kubeconfig]
+        else:
+            self.flux = FluxCAPIStandIn(self.git, self.objects_file)
+            status_source = ["--objects", self.objects_file]
+        config = self.write("serve/config.yaml", yaml.safe_dump(config))
         self.serve_log = self.log("serve")
         self.serve = self.spawn("serve", [
-            self.serve_bin, "serve", "--config", config, "--objects", self.objects_file,
+            self.serve_bin, "serve", "--config", config] + status_source + [
             "--log-format", "json", "--resync-interval", "0", "--health-interval", "5s",
             "--shutdown-delay", "0s"], cwd=d, term_timeout=40)
-        wait_for("serve", lambda: http_status(self.serve_url + "/healthz") == 200, 60,
+        self._wait_serve()
+
+    def _wait_serve(self):
+        # /readyz: the Git remote answered and the status source synced.
+        wait_for("serve", lambda: http_status(self.serve_url + "/readyz") == 200, 60,
                  self.serve, 0.1)
 
     def serve_get(self, path):
@@ -583,6 +608,40 @@ class Stack(object):
         wait_for("magnum-conductor", lambda: self.query(
             "SELECT id FROM magnum_service WHERE `binary` = 'magnum-conductor'"), 60,
             self.conductor, 0.5)
+
+    # Faults ------------------------------------------------------------------------------
+
+    def _again(self, proc):
+        """proc's command started again, in proc's place in the stack."""
+        new = proc.again()
+        self.procs[self.procs.index(proc)] = new
+        return new
+
+    def kill_serve(self):
+        """SIGKILL to serve: no shutdown handler runs, nothing is flushed."""
+        self.serve.kill()
+
+    def start_serve_again(self):
+        """serve with the same configuration (its repository read from the remote again)."""
+        self.serve = self._again(self.serve)
+        self._wait_serve()
+
+    def restart_conductor(self, kill=False):
+        """magnum-conductor stopped (SIGTERM, or SIGKILL) and started again; returns once
+        it reported itself alive in Magnum's database after the restart."""
+        (self.conductor.kill if kill else self.conductor.stop)()
+        count = "SELECT report_count FROM magnum_service WHERE `binary` = 'magnum-conductor'"
+        before = self.query(count)[0]["report_count"]
+        self.conductor = self._again(self.conductor)
+        # Its first report runs at start (run_immediately), before it consumes messages.
+        wait_for("magnum-conductor", lambda: self.query(count)[0]["report_count"] > before,
+                 60, self.conductor, 0.5)
+
+    def restart_rabbitmq(self):
+        """RabbitMQ stopped (SIGTERM) and started again on the same port, node and data."""
+        self.rabbitmq.stop()
+        self.rabbitmq = self._again(self.rabbitmq)
+        wait_for("rabbitmq", lambda: amqp_ready(self.rabbit_port), 90, self.rabbitmq, 0.5)
 
     def clean_up_workdir(self):
         shutil.rmtree(self.dir, ignore_errors=True)

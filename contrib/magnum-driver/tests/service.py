@@ -168,10 +168,12 @@ class Service(object):
         fmt = "%H%x1f%s%x1f%(trailers:only,unfold)%x1e"
         out = []
         for rec in self.git("log", "--reverse", "--format=" + fmt, "main").split("\x1e"):
-            rec = rec.strip()
+            # Not strip(): it takes \x1f for whitespace, and a commit without trailers
+            # ends with one.
+            rec = rec.strip("\n")
             if not rec:
                 continue
-            sha, subject, trailers = rec.split("\x1f")
+            sha, subject, trailers = rec.split("\x1f", 2)
             t = {}
             for line in trailers.splitlines():
                 if ": " in line:
