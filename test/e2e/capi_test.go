@@ -19,7 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
 	"github.com/magnum-gitops/magnum-gitops/status"
 )
 
@@ -43,6 +46,8 @@ type capiStep struct {
 	push, applied time.Duration // POST → pushed; → Kustomization applied
 	capi, magnum  time.Duration // → CAPI reports it done; → serve reports *_COMPLETE
 	reasons       []string      // the in-progress status_reasons serve gave on the way
+	// record keeps a later state of the operation (recordState), as those on the way.
+	record func(state string, s serveStatus)
 }
 
 // TestE2EClusterAPI drives one cluster's life through serve → Git → Flux → Helm → the real
@@ -62,15 +67,16 @@ func TestE2EClusterAPI(t *testing.T) {
 		view := readEvent(t, eventFile)
 		delete(view, "secrets")
 		t0 := time.Now()
-		setPath(view, t0.UTC().Format(time.RFC3339), "cluster", "updated_at")
-		record := func(state string, s serveStatus) {
-			h.recordState(strings.ReplaceAll(name, " ", "-")+"-"+state, view, a.namespace, s)
-		}
+		setPath(view, t0.UTC().Format(time.RFC3339Nano), "cluster", "updated_at")
 		ans := h.postEvent(eventFile)
 		if ans.Outcome != "committed" {
 			t.Fatalf("%s: outcome %q (%s)", name, ans.Outcome, ans.Message)
 		}
-		s := capiStep{name: name, push: time.Since(t0)}
+		record := func(state string, s serveStatus) {
+			h.recordState(strings.ReplaceAll(name, " ", "-")+"-"+state, view, a.namespace, ans.Revision, s)
+		}
+		s := capiStep{name: name, push: time.Since(t0), record: record}
+		h.checkBeforeApplied(uuid, a.namespace, ans.Revision, want, record)
 		s.applied = h.waitApplied(ans.Revision, 3*time.Minute).Sub(t0)
 		s.capi, s.magnum, s.reasons = h.waitCAPIAndStatus(uuid, a.namespace, a.release, want, done, t0, record)
 		t.Logf("%s: pushed %s, applied %s, CAPI done %s, Magnum %s %s; on the way: %q", name,
@@ -82,12 +88,16 @@ func TestE2EClusterAPI(t *testing.T) {
 
 	// 1. Create prod-a: 3 control-plane machines, 3 workers. CREATE_COMPLETE only once the
 	// Cluster is Available and every machine the event asks for is up.
-	create := run("create", writeEvent(t, t.TempDir(), "create.yaml", withMagnumCAs(t, a.event)), "CREATE_COMPLETE",
+	createEvent := withMagnumCAs(t, a.event)
+	create := run("create", writeEvent(t, t.TempDir(), "create.yaml", createEvent), "CREATE_COMPLETE",
 		h.capiSettled(a.namespace, a.release, 3, map[string]int64{"default-worker": 3}))
 	if len(create.reasons) == 0 {
 		t.Errorf("create: serve never reported CREATE_IN_PROGRESS while CAPI worked")
 	}
 	h.checkHealth(uuid, "HEALTHY")
+	if s := h.serveStatusOf(uuid); s.Status == "CREATE_COMPLETE" {
+		h.recordStateV1beta2("create-complete-v1beta2", withUpdatedAt(createEvent, time.Now().Add(-create.magnum)), a.namespace, "", s)
+	}
 
 	// 2. Resize default-worker 3 → 5: the MachineDeployment really scales.
 	run("resize", filepath.Join(events, "02-prod-a-resize-workers.yaml"), "UPDATE_COMPLETE",
@@ -151,12 +161,20 @@ func TestE2EClusterAPI(t *testing.T) {
 	del["operation"] = "delete_cluster"
 	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
 	delete(del, "secrets")
-	run("delete", writeEvent(t, t.TempDir(), "delete.yaml", del), "DELETE_COMPLETE", h.capiGone(a))
+	deleted := run("delete", writeEvent(t, t.TempDir(), "delete.yaml", del), "DELETE_COMPLETE", h.capiGone(a))
 	h.waitFor("the cluster's directory to leave Git", 3*time.Minute, func() (bool, string) {
 		files := h.gitFiles(a.dir())
 		return len(files) == 0, fmt.Sprintf("%d files left: %v", len(files), files)
 	})
 	h.waitFor("nothing of the cluster left in the API server", 3*time.Minute, h.namespaceEmpty(a.namespace))
+	// Flux has applied serve's own later commit (the Secrets removed): the delete's commit
+	// is no longer the last applied, and the delete stays complete.
+	h.waitApplied(h.headRevision(), 3*time.Minute)
+	if s := h.serveStatusOf(uuid); s.Status != "DELETE_COMPLETE" {
+		t.Errorf("after Flux applied the commit that removed the Secrets, serve reports %s (%s), want DELETE_COMPLETE", s.Status, s.StatusReason)
+	} else {
+		deleted.record("complete-later-commit", s)
+	}
 
 	h.logUsage("after the whole life of one cluster")
 	for _, s := range steps {
@@ -248,6 +266,29 @@ func (h *harness) waitCAPIAndStatus(uuid, ns, release, want string, done func() 
 			h.t.Fatalf("timed out waiting for %s; serve: %s %q; CAPI: %s", want, s.Status, s.StatusReason, state)
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// checkBeforeApplied reads serve's answer right after a push, when Flux has usually not
+// applied the commit yet: the objects are still those of the state before the operation,
+// often all settled, and only the operation's revision keeps serve from reporting want.
+// Reporting want while the Kustomization has not applied the revision fails the test;
+// the pending state, when seen, is recorded as "00".
+func (h *harness) checkBeforeApplied(uuid, ns, revision, want string, record func(string, serveStatus)) {
+	h.t.Helper()
+	s := h.serveStatusOf(uuid)
+	k, _ := h.get(gvkKustomization, fluxNamespace, h.fluxFor(ns))
+	applied := ""
+	if k != nil {
+		applied, _, _ = unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
+	}
+	if !strings.HasSuffix(applied, revision) {
+		if s.Status == want {
+			h.t.Fatalf("serve reported %s (%s) before Flux applied %s (applied: %s)", want, s.StatusReason, revision, applied)
+		}
+		if strings.HasPrefix(s.StatusReason, "waiting for Flux to apply revision") {
+			record("00", s)
+		}
 	}
 }
 
@@ -437,11 +478,13 @@ func (h *harness) playAddonProvider(ns, release string) {
 	}
 }
 
-// TestE2EClusterAPIFailures holds serve's status to two failures the real controllers
+// TestE2EClusterAPIFailures holds serve's status to failures the real controllers
 // produce: machines that never come up within the cluster's create_timeout (the simulated
 // VMs take ten minutes) end CREATE_FAILED with CAPI's own reason, and not before the
-// deadline; a delete held by a finalizer no controller will remove stays
-// DELETE_IN_PROGRESS and says what holds it.
+// deadline; an update whose upgrade the API server refuses (a site's admission policy)
+// stays UPDATE_IN_PROGRESS with Helm's error while helm-controller retries; a delete held
+// by a finalizer no controller will remove stays DELETE_IN_PROGRESS and says what holds
+// it.
 func TestE2EClusterAPIFailures(t *testing.T) {
 	b := findBinaries(t)
 	h := newHarness(t, b, true, withClusterAPI(10*time.Minute))
@@ -449,6 +492,11 @@ func TestE2EClusterAPIFailures(t *testing.T) {
 	a, _, _ := twoClusters(t)
 	uuid := getPath(a.event, "cluster", "uuid").(string)
 	dir := t.TempDir()
+	// record keeps a state for the status tests (E2E_RECORD_DIR), the view being the
+	// event's in progress since the operation started.
+	record := func(name string, ev map[string]any, since time.Time, revision string, s serveStatus) {
+		h.recordState(name, withUpdatedAt(ev, since), a.namespace, revision, s)
+	}
 
 	create := withMagnumCAs(t, a.event)
 	setPath(create, 1, "cluster", "create_timeout") // minutes
@@ -459,13 +507,19 @@ func TestE2EClusterAPIFailures(t *testing.T) {
 	}
 	h.waitApplied(ans.Revision, 3*time.Minute)
 	var last serveStatus
+	var reasons []string
 	h.waitFor("CREATE_FAILED after the create timeout", 4*time.Minute, func() (bool, string) {
 		last = h.serveStatusOf(uuid)
 		if last.Status == "CREATE_FAILED" && time.Since(t0) < time.Minute {
 			t.Fatalf("CREATE_FAILED %s after the create, before its 1 minute timeout: %s", time.Since(t0).Round(time.Second), last.StatusReason)
 		}
+		if last.Status == "CREATE_IN_PROGRESS" && !slices.Contains(reasons, last.StatusReason) {
+			reasons = append(reasons, last.StatusReason)
+			record(fmt.Sprintf("create-timeout-%02d", len(reasons)), create, t0, ans.Revision, last)
+		}
 		return last.Status == "CREATE_FAILED", last.Status + ": " + last.StatusReason
 	})
+	record("create-timeout-failed", create, t0, ans.Revision, last)
 	t.Logf("create: CREATE_FAILED after %s: %s", time.Since(t0).Round(time.Second), last.StatusReason)
 	if !strings.Contains(last.StatusReason, "not complete after 1m0s") {
 		t.Errorf("CREATE_FAILED does not say the deadline passed: %q", last.StatusReason)
@@ -476,6 +530,35 @@ func TestE2EClusterAPIFailures(t *testing.T) {
 		t.Fatalf("the Cluster is Available: the machines came up within the test's deadline")
 	}
 
+	// A site's admission policy caps node groups at 4 machines: the resize to 5 is refused
+	// by the API server, so Helm's upgrade fails, and serve says so while helm-controller
+	// retries (RetryOnFailure), never UPDATE_COMPLETE.
+	const policyMessage = "a node group may have at most 4 machines"
+	release := h.admitAtMostMachines(4, policyMessage)
+	resize := readEvent(t, filepath.Join(events, "02-prod-a-resize-workers.yaml"))
+	t1 := time.Now()
+	ans = h.postEvent(filepath.Join(events, "02-prod-a-resize-workers.yaml"))
+	if ans.Outcome != "committed" {
+		t.Fatalf("resize: outcome %q (%s)", ans.Outcome, ans.Message)
+	}
+	h.waitApplied(ans.Revision, 3*time.Minute)
+	h.waitFor("the resize to report Helm's failed upgrade", 4*time.Minute, func() (bool, string) {
+		last = h.serveStatusOf(uuid)
+		if last.Status == "UPDATE_COMPLETE" {
+			t.Fatalf("UPDATE_COMPLETE while the API server refuses the resize: %s", last.StatusReason)
+		}
+		return last.Status == "UPDATE_IN_PROGRESS" && strings.Contains(last.StatusReason, "Helm upgrade failed for release ") &&
+			strings.Contains(last.StatusReason, policyMessage), last.Status + ": " + last.StatusReason
+	})
+	record("upgrade-refused", resize, t1, ans.Revision, last)
+	t.Logf("resize refused: %s", last.StatusReason)
+	if md, ok := h.get(gvkMDV2, a.namespace, a.release+"-default-worker"); !ok {
+		t.Fatal("no MachineDeployment default-worker")
+	} else if n, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas"); n != 3 {
+		t.Errorf("MachineDeployment default-worker wants %d machines, want the 3 it had before the refused resize", n)
+	}
+	release()
+
 	// A finalizer nobody removes holds the Cluster: the delete stays in progress and names it.
 	const hold = "e2e.magnum-gitops.io/hold"
 	cl := h.object(gvkClusterV2, a.namespace, a.release)
@@ -484,6 +567,7 @@ func TestE2EClusterAPIFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	del := deepCopy(readEvent(t, filepath.Join(events, "08-prod-a-delete.yaml"))).(map[string]any)
+	t2 := time.Now()
 	ans = h.postEvent(writeEvent(t, dir, "delete.yaml", del))
 	h.waitApplied(ans.Revision, 3*time.Minute)
 	h.waitFor("the delete to report the finalizer that holds it", 4*time.Minute, func() (bool, string) {
@@ -493,6 +577,7 @@ func TestE2EClusterAPIFailures(t *testing.T) {
 		}
 		return last.Status == "DELETE_IN_PROGRESS" && strings.Contains(last.StatusReason, hold), last.Status + ": " + last.StatusReason
 	})
+	record("delete-held", del, t2, ans.Revision, last)
 	t.Logf("delete held: %s", last.StatusReason)
 	// Released, it completes.
 	if err := h.c.Patch(h.ctx, cl, client.RawPatch("application/json-patch+json",
@@ -504,20 +589,134 @@ func TestE2EClusterAPIFailures(t *testing.T) {
 		return last.Status == "DELETE_COMPLETE", last.Status + ": " + last.StatusReason
 	})
 	h.waitFor("nothing of the cluster left in the API server", 3*time.Minute, h.namespaceEmpty(a.namespace))
+
+	// A delete committed before Flux applied the create (Flux held back here): no
+	// HelmRelease and no Cluster, which would come if Flux applied the create alone, so the
+	// delete waits for its own commit and the Secrets stay in Git until it is applied.
+	_, o, _ := twoClusters(t)
+	ouuid := getPath(o.event, "cluster", "uuid").(string)
+	h.suspendKustomization(true)
+	if ans = h.postEvent(writeEvent(t, dir, "create-o.yaml", o.event)); ans.Outcome != "committed" {
+		t.Fatalf("create %s: outcome %q (%s)", o.release, ans.Outcome, ans.Message)
+	}
+	delO := deepCopy(o.event).(map[string]any)
+	delO["id"] = "evt-e2e-capi-delete-before-create"
+	delO["operation"] = "delete_cluster"
+	setPath(delO, "DELETE_IN_PROGRESS", "cluster", "status")
+	delete(delO, "secrets")
+	t3 := time.Now()
+	if ans = h.postEvent(writeEvent(t, dir, "delete-o.yaml", delO)); ans.Outcome != "committed" {
+		t.Fatalf("delete %s: outcome %q (%s)", o.release, ans.Outcome, ans.Message)
+	}
+	h.waitFor("the delete to wait for Flux to apply it", time.Minute, func() (bool, string) {
+		last = h.serveStatusOf(ouuid)
+		if last.Status == "DELETE_COMPLETE" {
+			t.Fatalf("DELETE_COMPLETE before Flux applied the delete (or the create before it)")
+		}
+		return last.Status == "DELETE_IN_PROGRESS" && strings.HasPrefix(last.StatusReason, "waiting for Flux to apply revision"),
+			last.Status + ": " + last.StatusReason
+	})
+	h.recordState("delete-before-create-applied", withUpdatedAt(delO, t3), o.namespace, ans.Revision, last)
+	if files := strings.Join(h.gitFiles(o.dir()), " "); !strings.Contains(files, "/secret-ca.") {
+		t.Errorf("the delete is not applied, yet Git holds %s for %s: want its Secrets", files, o.release)
+	}
+	h.suspendKustomization(false)
+	h.waitApplied(ans.Revision, 3*time.Minute)
+	h.waitFor("DELETE_COMPLETE once the delete is applied", 2*time.Minute, func() (bool, string) {
+		last = h.serveStatusOf(ouuid)
+		return last.Status == "DELETE_COMPLETE", last.Status + ": " + last.StatusReason
+	})
+}
+
+// withUpdatedAt is an event as the Magnum view of its operation started at since, without
+// its Secret material.
+func withUpdatedAt(ev map[string]any, since time.Time) map[string]any {
+	view := deepCopy(ev).(map[string]any)
+	delete(view, "secrets")
+	setPath(view, since.UTC().Format(time.RFC3339Nano), "cluster", "updated_at")
+	return view
+}
+
+// admitAtMostMachines installs a ValidatingAdmissionPolicy, as a site might, that refuses
+// a MachineDeployment of more than max machines with message, and waits until the API
+// server enforces it (policies load asynchronously). The returned function removes it.
+func (h *harness) admitAtMostMachines(maxMachines int, message string) (remove func()) {
+	t := h.t
+	t.Helper()
+	const name = "e2e-node-group-size"
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"failurePolicy": "Fail",
+			"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+				"apiGroups": []any{"cluster.x-k8s.io"}, "apiVersions": []any{"*"},
+				"operations": []any{"CREATE", "UPDATE"}, "resources": []any{"machinedeployments"}}}},
+			"validations": []any{map[string]any{
+				"expression": fmt.Sprintf("!has(object.spec.replicas) || object.spec.replicas <= %d", maxMachines),
+				"message":    message}},
+		}}}
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"policyName": name, "validationActions": []any{"Deny"}},
+	}}
+	for _, o := range []*unstructured.Unstructured{policy, binding} {
+		if err := h.c.Create(h.ctx, o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), name, err)
+		}
+	}
+	// Enforced once a dry-run scale past the limit is refused with the policy's message.
+	h.waitFor("the admission policy to be enforced", time.Minute, func() (bool, string) {
+		for _, md := range h.list(gvkMDV2, "") {
+			p := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, maxMachines+1))
+			err := h.c.Patch(h.ctx, &md, p, client.DryRunAll)
+			return err != nil && strings.Contains(err.Error(), message), fmt.Sprintf("dry run: %v", err)
+		}
+		return false, "no MachineDeployment to try the policy on"
+	})
+	return func() {
+		for _, o := range []*unstructured.Unstructured{binding, policy} {
+			if err := h.c.Delete(h.ctx, o); err != nil {
+				t.Errorf("deleting %s %s: %v", o.GetKind(), name, err)
+			}
+		}
+	}
 }
 
 // recordState writes what the management cluster holds for one cluster, as the status
-// reader reads it, with the Magnum view and what serve answered, in the format of
-// fixtures/status: E2E_RECORD_DIR=dir keeps the real controllers' states for the status
-// tests (fixtures/status/real-*.yaml are made this way).
-func (h *harness) recordState(name string, view map[string]any, ns string, s serveStatus) {
+// reader reads it, with the Magnum view, the commit of the operation and what serve
+// answered, in the format of fixtures/status: E2E_RECORD_DIR=dir keeps the real
+// controllers' states for the status tests (fixtures/status/*-real-*.yaml are made this
+// way, and fixtures/status/README.md says how).
+func (h *harness) recordState(name string, view map[string]any, ns, revision string, s serveStatus) {
+	h.writeState(name, view, ns, revision, s, slices.Clone(status.Kinds))
+}
+
+// recordStateV1beta2 is recordState with the Cluster API objects read at v1beta2, the
+// version they are stored at and `kubectl get` shows (status.conditions in the new layout,
+// the old ones under status.deprecated.v1beta1), as the status CLI may be given them.
+func (h *harness) recordStateV1beta2(name string, view map[string]any, ns, revision string, s serveStatus) {
+	gvks := slices.Clone(status.Kinds)
+	for i, gvk := range gvks {
+		if strings.HasSuffix(gvk.Group, "cluster.x-k8s.io") && gvk.Group != "infrastructure.cluster.x-k8s.io" {
+			gvks[i].Version = "v1beta2"
+		}
+	}
+	h.writeState(name, view, ns, revision, s, gvks)
+}
+
+// writeState writes one state, the objects read at the versions of gvks.
+func (h *harness) writeState(name string, view map[string]any, ns, revision string, s serveStatus, gvks []schema.GroupVersionKind) {
 	dir := os.Getenv("E2E_RECORD_DIR")
 	if dir == "" {
 		return
 	}
 	var objs []any
-	// The infrastructure cluster as serve reads it: at the version the Cluster refers to it.
-	gvks := append(slices.Clone(status.Kinds), gvkDevCluster)
+	if h.clusterAPI {
+		// The infrastructure cluster as serve reads it: at the version the Cluster refers to it.
+		gvks = append(gvks, gvkDevCluster)
+	}
 	for _, gvk := range gvks {
 		where := ns
 		if gvk.Kind == "Kustomization" {
@@ -529,8 +728,14 @@ func (h *harness) recordState(name string, view map[string]any, ns string, s ser
 			objs = append(objs, o.Object)
 		}
 	}
-	doc := map[string]any{"now": time.Now().UTC().Format(time.RFC3339), "magnum": view, "objects": objs,
-		"expect": map[string]any{"status": s.Status, "status_reason": s.StatusReason}}
+	// At full precision, as the view's updated_at: a state recorded just past a deadline
+	// must read as past it.
+	doc := map[string]any{"now": time.Now().UTC().Format(time.RFC3339Nano), "magnum": h.servedView(view), "objects": objs,
+		"provenance": map[string]any{"recorded": h.t.Name() + ", state " + name},
+		"expect":     map[string]any{"status": s.Status, "status_reason": s.StatusReason}}
+	if revision != "" {
+		doc["revision"] = revision
+	}
 	data, err := yaml.Marshal(doc)
 	if err != nil {
 		h.t.Fatal(err)
@@ -538,4 +743,33 @@ func (h *harness) recordState(name string, view map[string]any, ns string, s ser
 	if err := os.WriteFile(filepath.Join(dir, name+".yaml"), data, 0o644); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// servedView is the Magnum view as serve judges a cluster in an operation (service.View):
+// the event's status on the cluster, and on each node group the status of the operation
+// for the groups it targets, the others at rest. The status tests read the view of a
+// recorded state as given, so it must be the one serve answered from.
+func (h *harness) servedView(view map[string]any) map[string]any {
+	h.t.Helper()
+	raw, err := json.Marshal(view)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ev, err := v1alpha1.DecodeEvent(raw)
+	if err != nil {
+		h.t.Fatalf("the recorded view is no event: %v", err)
+	}
+	v := service.View(reconciler.ClusterRecord{Event: ev})
+	out := deepCopy(view).(map[string]any)
+	setPath(out, string(v.Status), "cluster", "status")
+	groups, _ := out["nodegroups"].([]any)
+	for _, g := range groups {
+		ng, _ := g.(map[string]any)
+		for _, n := range v.NodeGroups {
+			if n.Name == ng["name"] {
+				ng["status"] = string(n.Status)
+			}
+		}
+	}
+	return out
 }

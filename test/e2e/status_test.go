@@ -292,8 +292,10 @@ func TestE2EHelmInstallFailure(t *testing.T) {
 	if _, ok := h.get(gvkCluster, ns, release); ok {
 		t.Error("the Cluster exists although the chart did not render")
 	}
-	h.waitStatus(create, "CREATE_IN_PROGRESS", rev, time.Now(), "CREATE_IN_PROGRESS", "Helm install failed for release ")
-	r := h.waitStatus(create, "CREATE_IN_PROGRESS", rev, time.Now().Add(-61*time.Minute), "CREATE_FAILED", helmSays)
+	since := time.Now()
+	r := h.waitStatus(create, "CREATE_IN_PROGRESS", rev, since, "CREATE_IN_PROGRESS", "Helm install failed for release ")
+	h.recordState("install-failed", withUpdatedAt(create, since), ns, rev, serveStatus{Status: r.Status, StatusReason: r.StatusReason})
+	r = h.waitStatus(create, "CREATE_IN_PROGRESS", rev, time.Now().Add(-61*time.Minute), "CREATE_FAILED", helmSays)
 	if !strings.Contains(r.StatusReason, "not complete after 1h0m0s: HelmRelease "+release+": Helm install failed for release ") {
 		t.Errorf("status_reason %q: want the timeout and Helm's failure", r.StatusReason)
 	}
