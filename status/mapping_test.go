@@ -22,6 +22,7 @@ var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -upda
 // stateFixture is one file of fixtures/status: a Magnum view, the objects of the
 // management cluster, and what the mapping must say.
 type stateFixture struct {
+	Provenance    provenance      `json:"provenance"`
 	Now           time.Time       `json:"now"`
 	Magnum        json.RawMessage `json:"magnum"`
 	Objects       json.RawMessage `json:"objects"`
