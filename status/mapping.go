@@ -176,7 +176,7 @@ func progress(v View, o Objects, opts Options, cc conditionCache, pending string
 			return &blocker{reason: "waiting for MachineDeployment " + name}
 		}
 		if !machineDeploymentDone(md, cc) {
-			return &blocker{reason: describe("MachineDeployment", name, cc.conditions(md))}
+			return &blocker{reason: machineDeploymentBlocker(name, md, cc)}
 		}
 	}
 	// A MachineDeployment no node group wants any more (a deleted group's) is done only once
@@ -338,10 +338,7 @@ func controlPlaneDone(v View, o Objects, opts Options, cc conditionCache) *block
 // rolling out or scaling.
 func machineDeploymentDone(md *unstructured.Unstructured, cc conditionCache) bool {
 	c := cc.conditions(md)
-	spec, _ := intAt(md, fieldPath("spec", "replicas"))
-	replicas, _ := intAt(md, fieldPath("status", "replicas"))
-	upToDate, _ := intAt(md, fieldPath("status", "upToDateReplicas"), fieldPath("status", "v1beta2", "upToDateReplicas"), fieldPath("status", "updatedReplicas"))
-	ready, _ := intAt(md, fieldPath("status", "v1beta2", "readyReplicas"), fieldPath("status", "readyReplicas"))
+	spec, replicas, upToDate, ready := machineDeploymentCounts(md)
 	for _, t := range []string{"RollingOut", "ScalingUp", "ScalingDown"} {
 		if c.V1Beta2(t).Status == True {
 			return false
@@ -349,6 +346,30 @@ func machineDeploymentDone(md *unstructured.Unstructured, cc conditionCache) boo
 	}
 	phase := stringAt(md, "status", "phase")
 	return spec == replicas && replicas == upToDate && upToDate == ready && (phase == "" || phase == "Running")
+}
+
+// machineDeploymentCounts reads a MachineDeployment's wanted, current, up-to-date and ready
+// replicas; ready is the v1beta2 count (a Machine whose Ready condition is True) when there
+// is one.
+func machineDeploymentCounts(md *unstructured.Unstructured) (spec, replicas, upToDate, ready int64) {
+	spec, _ = intAt(md, fieldPath("spec", "replicas"))
+	replicas, _ = intAt(md, fieldPath("status", "replicas"))
+	upToDate, _ = intAt(md, fieldPath("status", "upToDateReplicas"), fieldPath("status", "v1beta2", "upToDateReplicas"), fieldPath("status", "updatedReplicas"))
+	ready, _ = intAt(md, fieldPath("status", "v1beta2", "readyReplicas"), fieldPath("status", "readyReplicas"))
+	return spec, replicas, upToDate, ready
+}
+
+// machineDeploymentBlocker says why a MachineDeployment is not done: its most telling
+// condition, or its counts when every condition is in its normal state (CAPI counts a
+// Machine ready in v1beta2 only once its Ready condition is True, shortly after its node is,
+// and its v1beta1 conditions are all True by then).
+func machineDeploymentBlocker(name string, md *unstructured.Unstructured, cc conditionCache) string {
+	c := cc.conditions(md)
+	if len(c.Waiting()) > 0 || len(c.Busy()) > 0 {
+		return describe("MachineDeployment", name, c)
+	}
+	spec, _, upToDate, ready := machineDeploymentCounts(md)
+	return fmt.Sprintf("MachineDeployment %s: %d/%d replicas up to date and ready", name, min(upToDate, ready), spec)
 }
 
 // clusterBlocker names the first required Cluster condition that is not True, in causal
