@@ -21,7 +21,7 @@ const (
 	scopeNodeGroup = "node group, cluster, template"
 )
 
-// featureLabel documents one feature label: the README table is generated from these rows
+// featureLabel documents one feature label: the table in docs/features.md is generated from these rows
 // (FeatureLabelTable), so the documentation cannot drift from the code.
 type featureLabel struct {
 	// Name is the label key, as VEXXHOST's magnum-cluster-api names it where it has one.
@@ -51,7 +51,7 @@ const (
 	certificatesExpiryValueSince = "0.28.0"
 )
 
-// featureLabels lists every feature label, in the order of the README table.
+// featureLabels lists every feature label, in the order of the table in docs/features.md.
 var featureLabels = []featureLabel{
 	{"oidc_issuer_url", scopeCluster, "`oidc.issuerUrl`", "≥ " + oidcSince, "unset: no OIDC", false},
 	{"oidc_client_id", scopeCluster, "`oidc.clientId`", "≥ " + oidcSince, "required with `oidc_issuer_url`", false},
@@ -86,7 +86,7 @@ func isFeatureLabel(key string) bool {
 	return false
 }
 
-// FeatureLabelTable renders the README's table of feature labels from featureLabels.
+// FeatureLabelTable renders docs/features.md's table of feature labels from featureLabels.
 func FeatureLabelTable() string {
 	var b strings.Builder
 	b.WriteString("| Label | Set on | Value path | Chart versions | Default |\n|---|---|---|---|---|\n")
@@ -106,7 +106,7 @@ type FeaturesConfig struct {
 func (c *FeaturesConfig) validate(p *problems) {
 	for k, v := range c.LabelDefaults {
 		if !isFeatureLabel(k) {
-			p.add("features.label_defaults."+k, "not a feature label (see the README's label table)")
+			p.add("features.label_defaults."+k, "not a feature label (see the label table in docs/features.md)")
 		}
 		if strings.ContainsFunc(v, isControl) {
 			p.add("features.label_defaults."+k, "contains control characters")

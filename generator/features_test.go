@@ -357,10 +357,10 @@ func TestCheckUpgrade(t *testing.T) {
 	}
 }
 
-// TestFeatureLabelTable: the README's label table is the one the code generates.
+// TestFeatureLabelTable: the label table of docs/features.md is the one the code generates.
 func TestFeatureLabelTable(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "features.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,10 +368,10 @@ func TestFeatureLabelTable(t *testing.T) {
 	s := string(readme)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the markers %q … %q", begin, end)
+		t.Fatalf("docs/features.md lacks the markers %q … %q", begin, end)
 	}
 	if got, want := s[i+len(begin):j], generator.FeatureLabelTable(); got != want {
-		t.Errorf("README.md's label table differs from the code; replace it with:\n%s", want)
+		t.Errorf("docs/features.md's label table differs from the code; replace it with:\n%s", want)
 	}
 }
 

@@ -47,7 +47,7 @@ var (
 	ErrPermanent = errors.New("reconciler: refused by the repository")
 	// ErrPlaintextRefused: Secrets would reach the repository unencrypted. It is invalid
 	// input: the configuration must say how Secrets are encrypted.
-	ErrPlaintextRefused error = inputRefusal("Secrets would be written in plaintext: set sops.age_recipients (see README, Secrets in Git), or pass --insecure-plaintext-secrets")
+	ErrPlaintextRefused error = inputRefusal("Secrets would be written in plaintext: set sops.age_recipients (see docs/secrets.md), or pass --insecure-plaintext-secrets")
 )
 
 // inputRefusal is a refusal that blames the input as a whole rather than one field.

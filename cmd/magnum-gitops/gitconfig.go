@@ -100,7 +100,7 @@ func checkGitURL(raw string) error {
 // options builds gitrepo.Options from the section.
 func (g *gitConfig) options() (gitrepo.Options, error) {
 	if g.URL == "" {
-		return gitrepo.Options{}, &v1alpha1.FieldError{Field: "git.url", Message: "required to commit (see README, Configuration)"}
+		return gitrepo.Options{}, &v1alpha1.FieldError{Field: "git.url", Message: "required to commit (see docs/configuration.md)"}
 	}
 	if err := checkGitURL(g.URL); err != nil {
 		return gitrepo.Options{}, err

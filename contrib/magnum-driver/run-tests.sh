@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests of the magnum-gitops Magnum driver (see README.md, "Tests").
+# Tests of the magnum-gitops Magnum driver (see docs/testing.md).
 #
 #   contrib/magnum-driver/run-tests.sh [pytest args]
 #
