@@ -37,37 +37,43 @@ func TestBadInput(t *testing.T) {
 		{"pre-release kube_version", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Resolved.Image.KubeVersion = "v1.30.0-rc.1" },
 			"resolved.image.kube_version", "not a Kubernetes release version"},
 		{"node group name too short", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].Name = "ng" },
-			"nodegroups[1].name", "at least 3 characters"},
+			"nodegroups[ng].name", "at least 3 characters"},
 		{"node group name starts with a digit", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].Name = "1abc" },
-			"nodegroups[1].name", "starting with a letter"},
+			"nodegroups[1abc].name", "starting with a letter"},
 		{"node group name reserved", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].Name = "Control_Plane" },
-			"nodegroups[1].name", "reserved"},
+			"nodegroups[Control_Plane].name", "reserved"},
 		{"duplicate node group names", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.NodeGroups = append(ev.NodeGroups, ev.NodeGroups[1])
 			ev.NodeGroups[2].Name, ev.NodeGroups[2].IsDefault = "Default_Worker", false
-		}, "nodegroups[2].name", "the same as nodegroups[1]"},
+		}, "nodegroups[Default_Worker].name", "the same as nodegroups[default-worker]"},
 		{"node group names collide after the chart's 63-character cut", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			long := strings.Repeat("x", 60)
 			ev.NodeGroups = append(ev.NodeGroups, ev.NodeGroups[1], ev.NodeGroups[1])
 			ev.NodeGroups[2].Name, ev.NodeGroups[2].IsDefault = "w"+long+"a", false
 			ev.NodeGroups[3].Name, ev.NodeGroups[3].IsDefault = "w"+long+"b", false
-		}, "nodegroups[3].name", "collides with nodegroups[2]"},
+		}, "nodegroups[w"+strings.Repeat("x", 60)+"b].name", "collides with nodegroups[w"+strings.Repeat("x", 60)+"a]"},
+		{"negative node count of a cluster without node groups", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.NodeGroups, ev.Cluster.NodeCount = nil, intp(-1)
+		}, "cluster.node_count", "must not be negative"},
+		{"even control plane of a cluster without node groups", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.NodeGroups, ev.Cluster.MasterCount = nil, intp(2)
+		}, "cluster.master_count", "odd number"},
 		{"negative node count", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].NodeCount = -1 },
-			"nodegroups[1].node_count", "must not be negative"},
+			"nodegroups[default-worker].node_count", "must not be negative"},
 		{"even control plane", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[0].NodeCount = 2 },
-			"nodegroups[0].node_count", "odd number"},
+			"nodegroups[default-master].node_count", "odd number"},
 		{"autoscaling min above node_count", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.Cluster.Labels = v1alpha1.Labels{"auto_scaling_enabled": "true", "min_node_count": "5", "max_node_count": "9"}
-		}, "nodegroups[1].min_node_count", "Min node count must be less than or equal to current node count"},
+		}, "nodegroups[default-worker].min_node_count", "Min node count must be less than or equal to current node count"},
 		{"autoscaling max below min", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.Cluster.Labels = v1alpha1.Labels{"auto_scaling_enabled": "true", "min_node_count": "2", "max_node_count": "1"}
-		}, "nodegroups[1].max_node_count", "Max node count must be greater than or equal to min node count"},
+		}, "nodegroups[default-worker].max_node_count", "Max node count must be greater than or equal to min node count"},
 		{"autoscaling min 0 on a chart before scale-from-zero", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.ClusterTemplate.Labels["capi_helm_chart_version"] = "0.24.1"
 			ev.Cluster.Labels = v1alpha1.Labels{"auto_scaling_enabled": "true"}
 			ev.NodeGroups = append(ev.NodeGroups, v1alpha1.NodeGroup{Name: "extra", FlavorID: "m1.medium", NodeCount: 2,
 				MinNodeCount: intp(0), MaxNodeCount: intp(4)})
-		}, "nodegroups[2].min_node_count", "Min node count must be greater than or equal to 1"},
+		}, "nodegroups[extra].min_node_count", "Min node count must be greater than or equal to 1"},
 		{"release name over 53 characters", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.Cluster.StackID = strings.Repeat("r", 54)
 		}, "cluster.stack_id", "Helm allows 53"},
@@ -112,7 +118,7 @@ func TestBadInput(t *testing.T) {
 			ev.Cluster.Labels = v1alpha1.Labels{"boot_volume_size": "-20"}
 		}, "cluster.labels.boot_volume_size", "must not be negative"},
 		{"flavor with too few vCPUs", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.NodeGroups[1].FlavorID = "m1.small" },
-			"nodegroups[1].flavor_id", "Flavor m1.small does not have enough CPU to run Kubernetes. Minimum 2 vcpus required."},
+			"nodegroups[default-worker].flavor_id", "Flavor m1.small does not have enough CPU to run Kubernetes. Minimum 2 vcpus required."},
 		{"unknown flavor", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.MasterFlavorID = "x1.huge" },
 			"cluster.master_flavor_id", "Flavor x1.huge does not have enough RAM to run Kubernetes. Minimum 2048 MB required."},
 		{"nodegroup operation without a target", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {

@@ -186,7 +186,7 @@ func TestFeatureRefusals(t *testing.T) {
 			"cluster.labels.availability_zone", "not an availability zone name"},
 		{"availability zone with a space on a node group", mutateFeature("placement", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.NodeGroups[2].Labels["availability_zone"] = "zone b"
-		}), "nodegroups[2].labels.availability_zone", "not an availability zone name"},
+		}), "nodegroups[workers-az2].labels.availability_zone", "not an availability zone name"},
 		{"control plane zones listed twice", mutateFeature("placement", withLabels("control_plane_availability_zones", "az-1,az-1")),
 			"cluster.labels.control_plane_availability_zones", "listed twice"},
 		{"control plane zones all blank", mutateFeature("placement", withLabels("control_plane_availability_zones", " , ")),
@@ -200,20 +200,20 @@ func TestFeatureRefusals(t *testing.T) {
 		{"certificate rotation under Argo CD on chart 0.27.0", mutateFeature("certificate-rotation", argo(nil)),
 			"cluster.labels.certificates_expiry_days", "Argo CD Applications have none"},
 		{"scale from zero on chart 0.24.1", mutateFeature("scale-from-zero", onChart("0.24.1", nil)),
-			"nodegroups[2].min_node_count", "chart 0.24.1 cannot scale from zero (openstack-cluster 0.26.0 or newer can)"},
+			"nodegroups[gpu-a100].min_node_count", "chart 0.24.1 cannot scale from zero (openstack-cluster 0.26.0 or newer can)"},
 		{"scale from zero on chart 0.10.1", mutateFeature("scale-from-zero", onChart("0.10.1", nil)),
-			"nodegroups[2].min_node_count", "Min node count must be greater than or equal to 1"},
+			"nodegroups[gpu-a100].min_node_count", "Min node count must be greater than or equal to 1"},
 		{"scale from zero without the flavor's size", mutateFeature("scale-from-zero", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			delete(ev.Resolved.Flavors, "g1.a100")
-		}), "nodegroups[2].flavor_id", "needs the size of flavor \"g1.a100\" in resolved.flavors"},
+		}), "nodegroups[gpu-a100].flavor_id", "needs the size of flavor \"g1.a100\" in resolved.flavors"},
 		{"scale from zero under Argo CD", mutateFeature("scale-from-zero", argo(nil)),
-			"nodegroups[2].min_node_count", "Argo CD Applications have none"},
+			"nodegroups[gpu-a100].min_node_count", "Argo CD Applications have none"},
 		{"GPU type without a count", mutateFeature("scale-from-zero", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.NodeGroups[2].Labels = v1alpha1.Labels{"autoscaler_gpu_type": "nvidia.com/gpu"}
-		}), "nodegroups[2].labels.autoscaler_gpu_type", "needs autoscaler_gpu_count"},
+		}), "nodegroups[gpu-a100].labels.autoscaler_gpu_type", "needs autoscaler_gpu_count"},
 		{"GPU count out of range", mutateFeature("scale-from-zero", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.NodeGroups[2].Labels = v1alpha1.Labels{"autoscaler_gpu_count": "0"}
-		}), "nodegroups[2].labels.autoscaler_gpu_count", "want an integer from 1 to 64"},
+		}), "nodegroups[gpu-a100].labels.autoscaler_gpu_count", "want an integer from 1 to 64"},
 		{"cert SAN that is no name", mutateFeature("apiserver", withLabels("api_server_cert_sans", "api.example.org,not a name")),
 			"cluster.labels.api_server_cert_sans", "\"not a name\" is neither an IP address nor a DNS name"},
 		{"insecure cipher suite", mutateFeature("apiserver", withLabels("api_server_tls_cipher_suites", "TLS_RSA_WITH_RC4_128_SHA")),

@@ -73,7 +73,7 @@ func TestFidelityNodeGroupNames(t *testing.T) {
 	if _, err := renderResult(t, short("0.10.1")); err != nil {
 		t.Errorf("chart 0.10.1 renders a group called x: %v", err)
 	}
-	if _, err := renderResult(t, short("0.27.0")); err == nil || !strings.Contains(err.Error(), "nodegroups[1].name") {
+	if _, err := renderResult(t, short("0.27.0")); err == nil || !strings.Contains(err.Error(), "nodegroups[x].name") {
 		t.Errorf("chart 0.27.0: %v, want the chart's name rule", err)
 	}
 }

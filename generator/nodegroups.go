@@ -8,9 +8,35 @@ import (
 // group is a node group with the document field it came from, for error messages.
 type group struct {
 	v1alpha1.NodeGroup
+	// field is nodegroups[<name>] for a listed group; "cluster" for one of the two Magnum
+	// derives from a cluster event without node groups (see at).
 	field string
 	// defaultWorker marks Magnum's default_ng_worker: the first default non-master group.
 	defaultWorker bool
+}
+
+// at is the document field of one of the group's properties. The two groups derived from
+// a cluster event without node groups take theirs from the cluster: counts and flavors from
+// its own fields, the rest from its labels.
+func (g group) at(property string) string {
+	if g.field != "cluster" {
+		return g.field + "." + property
+	}
+	switch property {
+	case "node_count":
+		if g.IsMaster() {
+			return "cluster.master_count"
+		}
+		return "cluster.node_count"
+	case "flavor_id":
+		if g.IsMaster() {
+			return "cluster.master_flavor_id"
+		}
+		return "cluster.flavor_id"
+	case "name":
+		return "cluster"
+	}
+	return "cluster.labels." + property
 }
 
 // nodeGroupList returns the groups a render covers, in Magnum's order. An event without
@@ -86,10 +112,10 @@ func (r *render) masterCount(groups []group) any {
 	for _, g := range groups {
 		if g.IsMaster() {
 			if g.NodeCount < 0 {
-				r.p.add(g.field+".node_count", "must not be negative, got %d", g.NodeCount)
+				r.p.add(g.at("node_count"), "must not be negative, got %d", g.NodeCount)
 			}
 			n += g.NodeCount
-			field = g.field + ".node_count"
+			field = g.at("node_count")
 		}
 	}
 	if n < 1 || n%2 == 0 {
@@ -115,25 +141,25 @@ func (r *render) nodeGroups(groups []group) []any {
 		name := magnum.SanitizedName(g.Name)
 		switch {
 		case name == "":
-			r.p.add(g.field+".name", "%q has no character a Kubernetes name can use", g.Name)
+			r.p.add(g.at("name"), "%q has no character a Kubernetes name can use", g.Name)
 		case r.chart.atLeast("0.15.0") && !isNodeGroupName(name):
 			// The chart checks its node group names from 0.15.0 on; older charts take any
 			// DNS label (Magnum allows names of 1 character).
-			r.p.add(g.field+".name", "%q sanitizes to %q; chart %s needs at least 3 characters of [a-z0-9-], starting with a letter and ending with a letter or digit", g.Name, name, r.chartLabel())
+			r.p.add(g.at("name"), "%q sanitizes to %q; chart %s needs at least 3 characters of [a-z0-9-], starting with a letter and ending with a letter or digit", g.Name, name, r.chartLabel())
 		case name == "control-plane":
-			r.p.add(g.field+".name", "\"control-plane\" is reserved: its MachineHealthCheck would collide with the control plane's")
+			r.p.add(g.at("name"), "\"control-plane\" is reserved: its MachineHealthCheck would collide with the control plane's")
 		case seen[name] != "":
-			r.p.add(g.field+".name", "%q sanitizes to %q, the same as %s", g.Name, name, seen[name])
+			r.p.add(g.at("name"), "%q sanitizes to %q, the same as %s", g.Name, name, seen[name])
 		default:
 			md := magnum.ChartComponentName(r.release, name)
 			if other := mdNames[md]; other != "" {
-				r.p.add(g.field+".name", "MachineDeployment name %q (cut to 63 characters by the chart) collides with %s", md, other)
+				r.p.add(g.at("name"), "MachineDeployment name %q (cut to 63 characters by the chart) collides with %s", md, other)
 			}
 			mdNames[md] = g.field
 		}
 		seen[name] = g.field
 		if g.NodeCount < 0 {
-			r.p.add(g.field+".node_count", "must not be negative, got %d", g.NodeCount)
+			r.p.add(g.at("node_count"), "must not be negative, got %d", g.NodeCount)
 		}
 		entry := map[string]any{
 			"name":          name,
@@ -144,11 +170,11 @@ func (r *render) nodeGroups(groups []group) []any {
 			lo, hi := r.nodeCounts(g)
 			switch {
 			case lo < 1 && !r.allowScaleFromZero(lo):
-				r.p.add(g.field+".min_node_count", "Min node count must be greater than or equal to 1 for all node groups. (got %d)%s", lo, r.scaleFromZeroHint(lo))
+				r.p.add(g.at("min_node_count"), "Min node count must be greater than or equal to 1 for all node groups. (got %d)%s", lo, r.scaleFromZeroHint(lo))
 			case lo > g.NodeCount:
-				r.p.add(g.field+".min_node_count", "Min node count must be less than or equal to current node count (%d > %d)", lo, g.NodeCount)
+				r.p.add(g.at("min_node_count"), "Min node count must be less than or equal to current node count (%d > %d)", lo, g.NodeCount)
 			case hi < lo:
-				r.p.add(g.field+".max_node_count", "Max node count must be greater than or equal to min node count (%d < %d)", hi, lo)
+				r.p.add(g.at("max_node_count"), "Max node count must be greater than or equal to min node count (%d < %d)", hi, lo)
 			}
 			if lo != hi {
 				entry["autoscale"] = true
@@ -224,12 +250,12 @@ func (r *render) checkFlavors(groups []group) {
 		fallthrough
 	case v1alpha1.UpgradeCluster:
 		for _, g := range groups {
-			check(g.field+".flavor_id", g.FlavorID)
+			check(g.at("flavor_id"), g.FlavorID)
 		}
 	case v1alpha1.CreateNodeGroup, v1alpha1.UpdateNodeGroup:
 		for _, g := range groups {
 			if g.Name == r.ev.NodeGroup {
-				check(g.field+".flavor_id", g.FlavorID)
+				check(g.at("flavor_id"), g.FlavorID)
 			}
 		}
 	}

@@ -51,7 +51,7 @@ func (r *render) scaleFromZero(v map[string]any) {
 		g := zg.group
 		f, ok := r.ev.Resolved.Flavors[g.FlavorID]
 		if !ok {
-			r.p.add(g.field+".flavor_id", "scaling %s from zero needs the size of flavor %q in resolved.flavors (the autoscaler must know what a node offers)", g.Name, g.FlavorID)
+			r.p.add(g.at("flavor_id"), "scaling %s from zero needs the size of flavor %q in resolved.flavors (the autoscaler must know what a node offers)", g.Name, g.FlavorID)
 			continue
 		}
 		ann := map[string]any{
@@ -88,7 +88,7 @@ func (r *render) scaleFromZero(v map[string]any) {
 			continue
 		}
 		name := magnum.ChartComponentName(r.release, zg.name)
-		r.postRender(g.field+".min_node_count", "scaling "+strings.TrimSpace(g.Name)+" from zero (capacity annotations)",
+		r.postRender(g.at("min_node_count"), "scaling "+strings.TrimSpace(g.Name)+" from zero (capacity annotations)",
 			capiGroup, "MachineDeployment", name, map[string]any{"metadata": map[string]any{"annotations": ann}})
 	}
 }

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
@@ -68,7 +69,11 @@ type Error struct {
 }
 
 // Error implements error.
-func (e *Error) Error() string { return e.Step + ": " + e.Err.Error() }
+func (e *Error) Error() string {
+	// A refusal lists each problem on a line of its own: each line says which step refused
+	// it, so that none reads as a message of its own when lines are shown apart.
+	return e.Step + ": " + strings.ReplaceAll(e.Err.Error(), "\n", "\n"+e.Step+": ")
+}
 
 // Unwrap returns the step's error.
 func (e *Error) Unwrap() error { return e.Err }

@@ -92,6 +92,7 @@ func DecodeEvent(data []byte) (*ClusterEvent, error) {
 		p.add("operation", "unknown operation %q (valid: %s)", ev.Operation, joinOps())
 	}
 	checkText(&p, &ev)
+	checkCounts(&p, &ev)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -170,6 +171,7 @@ func checkText(p *problems, ev *ClusterEvent) {
 		{"cluster.user_id", ev.Cluster.UserID}, {"cluster.stack_id", ev.Cluster.StackID},
 	}
 	for i, ng := range ev.NodeGroups {
+		// By index: the name itself is what is wrong.
 		fields = append(fields, struct{ name, v string }{fmt.Sprintf("nodegroups[%d].name", i), ng.Name})
 	}
 	for _, f := range fields {
@@ -179,6 +181,20 @@ func checkText(p *problems, ev *ClusterEvent) {
 	}
 	if len(ev.ID) > 255 {
 		p.add("id", "is %d characters; at most 255", len(ev.ID))
+	}
+}
+
+// checkCounts refuses a negative count of the cluster whether or not node groups are listed
+// (with them, the cluster's counts are what Magnum shows, and what a status report writes
+// back).
+func checkCounts(p *problems, ev *ClusterEvent) {
+	for _, c := range []struct {
+		name string
+		n    *int
+	}{{"cluster.master_count", ev.Cluster.MasterCount}, {"cluster.node_count", ev.Cluster.NodeCount}} {
+		if c.n != nil && *c.n < 0 {
+			p.add(c.name, "must not be negative, got %d", *c.n)
+		}
 	}
 }
 
@@ -202,11 +218,18 @@ func badLabels(top map[string]json.RawMessage) (string, error) {
 			}
 		}
 	}
-	var groups []labelled
+	var groups []struct {
+		Name   string          `json:"name"`
+		Labels json.RawMessage `json:"labels"`
+	}
 	if json.Unmarshal(top["nodegroups"], &groups) == nil {
 		for i, g := range groups {
 			if err := check(g.Labels); err != nil {
-				return fmt.Sprintf("nodegroups[%d].labels", i), err
+				named := &ClusterEvent{NodeGroups: make([]NodeGroup, len(groups))}
+				for j := range groups {
+					named.NodeGroups[j].Name = groups[j].Name
+				}
+				return named.NodeGroupField(i) + ".labels", err
 			}
 		}
 	}

@@ -33,7 +33,12 @@ func TestDecodeRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc, field, want string
 	}{
-		{"duplicate operation", good + "operation: delete_cluster\n", "(document)", "already set"},
+		{"duplicate operation", good + "operation: delete_cluster\n", "operation", "set twice"},
+		{"duplicate key nested", strings.Replace(good, "  master_count: 3\n", "  master_count: 3\n  master_count: 5\n", 1), "cluster.master_count", "set twice"},
+		{"duplicate key in a node group", before + "nodegroups:" + strings.Replace(groups, "  role: worker\n", "  role: worker\n  role: master\n", 1), "nodegroups[default-worker].role", "set twice"},
+		{"duplicate key in JSON", `{"operation":"create_cluster","cluster":{"name":"a","name":"b"}}`, "cluster.name", "set twice"},
+		{"negative node_count beside node groups", strings.Replace(good, "  node_count: 3\n  ", "  node_count: -4\n  ", 1), "cluster.node_count", "must not be negative"},
+		{"negative master_count beside node groups", strings.Replace(good, "  master_count: 3\n", "  master_count: -1\n", 1), "cluster.master_count", "must not be negative"},
 		{"second document", good + "---\n" + good, "(document 2)", "one document"},
 		{"second document after a comment", good + "---\n# more\nid: x\n", "(document 2)", "one document"},
 		{"10,000-deep flow", deepFlow, "(document)", "nested more than 64 levels deep"},
@@ -42,7 +47,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"typo under resolved", strings.Replace(good, "  volume_types:", "  volume_type:", 1), "resolved", `unknown field "volume_type"`},
 		{"unknown top-level key", good + "clutser: {}\n", "clutser", "unknown field"},
 		{"cluster labels a list", strings.Replace(good, "  labels: {}\n", "  labels: [a]\n", 1), "cluster.labels", "labels must be a map"},
-		{"a node group label a mapping", before + "nodegroups:" + strings.Replace(groups, "  labels: {}\n", "  labels: {x: {y: 1}}\n", 1), "nodegroups[0].labels", `label "x" must be a string`},
+		{"a node group label a mapping", before + "nodegroups:" + strings.Replace(groups, "  labels: {}\n", "  labels: {x: {y: 1}}\n", 1), "nodegroups[default-master].labels", `label "x" must be a string`},
 		{"anchor in a secret", strings.Replace(good, "secret: fixture-appcred-secret-NOT-REAL-7f3a", "secret: *fixture-appcred-secret-NOT-REAL-7f3a", 1), "(document)", "unknown anchor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 var ErrInvalidInput = errors.New("invalid input")
 
 // FieldError reports one rule an input field breaks. Field is a path into the event or
-// configuration document, e.g. "nodegroups[1].min_node_count" or "labels.boot_volume_size".
+// configuration document, e.g. "nodegroups[default-worker].min_node_count" or "labels.boot_volume_size".
 // Messages never include secret values.
 type FieldError struct {
 	Field   string `json:"field"`

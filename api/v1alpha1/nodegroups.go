@@ -2,6 +2,24 @@ package v1alpha1
 
 import "strconv"
 
+// NodeGroupField is the document field of the i-th listed node group, named as the operator
+// knows it: nodegroups[<name>]; by index when the name cannot tell it apart (empty, a
+// number, or shared with another group).
+func (ev *ClusterEvent) NodeGroupField(i int) string {
+	name := ev.NodeGroups[i].Name
+	_, numeric := strconv.Atoi(name)
+	usable := name != "" && numeric != nil
+	for j := range ev.NodeGroups {
+		if j != i && ev.NodeGroups[j].Name == name {
+			usable = false
+		}
+	}
+	if !usable {
+		return "nodegroups[" + strconv.Itoa(i) + "]"
+	}
+	return "nodegroups[" + name + "]"
+}
+
 // Names of the node groups Magnum creates with every cluster.
 const (
 	DefaultMasterNodeGroup = "default-master"
@@ -18,12 +36,13 @@ func (ng NodeGroup) IsMaster() bool { return ng.Role == RoleMaster }
 // EffectiveNodeGroups returns the event's node groups or, when it lists none, the two Magnum
 // creates with a cluster (default-master and default-worker) derived from the cluster's
 // counts and flavors, carrying the cluster's status. The second value gives, per group, the
-// document field its node count comes from, for error messages.
+// document field it comes from, for error messages: NodeGroupField for a listed group,
+// "cluster" for the two derived from the cluster.
 func (ev *ClusterEvent) EffectiveNodeGroups() ([]NodeGroup, []string) {
 	if len(ev.NodeGroups) > 0 {
 		fields := make([]string, len(ev.NodeGroups))
 		for i := range ev.NodeGroups {
-			fields[i] = "nodegroups[" + strconv.Itoa(i) + "]"
+			fields[i] = ev.NodeGroupField(i)
 		}
 		return ev.NodeGroups, fields
 	}
@@ -39,5 +58,5 @@ func (ev *ClusterEvent) EffectiveNodeGroups() ([]NodeGroup, []string) {
 			{Name: DefaultMasterNodeGroup, Role: RoleMaster, FlavorID: c.MasterFlavorID, NodeCount: masters, IsDefault: true, Status: c.Status},
 			{Name: DefaultWorkerNodeGroup, Role: RoleWorker, FlavorID: c.FlavorID, NodeCount: workers, IsDefault: true, Status: c.Status},
 		},
-		[]string{"cluster.master_count", "cluster.node_count"}
+		[]string{"cluster", "cluster"}
 }

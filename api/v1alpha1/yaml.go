@@ -23,7 +23,7 @@ const MaxDepth = 64
 func ToJSON(data []byte) ([]byte, error) {
 	if isJSONObject(data) {
 		if ok, err := checkJSON(data); err != nil {
-			return nil, err
+			return nil, namedDuplicate(data, err)
 		} else if ok {
 			return data, nil
 		}
@@ -41,9 +41,22 @@ func ToJSON(data []byte) ([]byte, error) {
 	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, &FieldError{Field: "(document)", Message: "not valid YAML or JSON: " + Redact(err.Error())}
+		return nil, namedDuplicate(data, &FieldError{Field: "(document)", Message: "not valid YAML or JSON: " + Redact(err.Error())})
 	}
 	return j, nil
+}
+
+// namedDuplicate turns a parser's refusal of a key set twice, which names neither the key
+// nor where it is, into an error naming the field; any other error is returned as it is.
+func namedDuplicate(data []byte, err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "already set in map") && !strings.Contains(msg, "appears twice") {
+		return err
+	}
+	if path := duplicateKey(data); path != "" {
+		return &FieldError{Field: path, Message: "set twice in one mapping: a second value must not silently win"}
+	}
+	return err
 }
 
 // quotedRE matches what parsers quote from the input: anchors, keys, values.

@@ -148,7 +148,7 @@ func TestRenderBadInputWritesNothing(t *testing.T) {
 	if !errors.Is(err, v1alpha1.ErrInvalidInput) {
 		t.Fatalf("err = %v, want an input error", err)
 	}
-	for _, want := range []string{"resolved.image.kube_version", "nodegroups[1].name"} {
+	for _, want := range []string{"resolved.image.kube_version", "nodegroups[w].name"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}
