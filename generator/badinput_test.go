@@ -51,7 +51,7 @@ func TestBadInput(t *testing.T) {
 			ev.NodeGroups = append(ev.NodeGroups, ev.NodeGroups[1], ev.NodeGroups[1])
 			ev.NodeGroups[2].Name, ev.NodeGroups[2].IsDefault = "w"+long+"a", false
 			ev.NodeGroups[3].Name, ev.NodeGroups[3].IsDefault = "w"+long+"b", false
-		}, "nodegroups[w"+strings.Repeat("x", 60)+"b].name", "collides with nodegroups[w"+strings.Repeat("x", 60)+"a]"},
+		}, "nodegroups[w" + strings.Repeat("x", 60) + "b].name", "collides with nodegroups[w" + strings.Repeat("x", 60) + "a]"},
 		{"negative node count of a cluster without node groups", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
 			ev.NodeGroups, ev.Cluster.NodeCount = nil, intp(-1)
 		}, "cluster.node_count", "must not be negative"},
