@@ -238,7 +238,7 @@ func revisionPending(v View, o Objects, opts Options) string {
 	if k == nil || v.Revision == "" {
 		return ""
 	}
-	if applied, ok := fluxApplied(k, v.Revision, opts); !ok {
+	if applied, ok := Applied(k, v.Revision, opts); !ok {
 		return fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none"))
 	}
 	return ""

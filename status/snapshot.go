@@ -223,15 +223,17 @@ func Unreadable(v View, err error) Report {
 	return r
 }
 
-// AppliedRevision is the revision the Flux Kustomization that applies a namespace last
-// applied (status.lastAppliedRevision, e.g. "main@sha1:…"); ok is false when the
-// Kustomization is not in the snapshot.
-func (s *Snapshot) AppliedRevision(namespace string) (string, bool) {
+// Applied is Applied for the Kustomization that applies a namespace: the revision it last
+// applied (status.lastAppliedRevision, e.g. "main@sha1:…") and whether that, or its
+// history, includes revision; known is false when the Kustomization is not in the
+// snapshot.
+func (s *Snapshot) Applied(namespace, revision string, opts Options) (applied string, ok, known bool) {
 	k := s.kustomizations[s.KustomizationFor(namespace)]
 	if k == nil {
-		return "", false
+		return "", false, false
 	}
-	return stringAt(k, "status", "lastAppliedRevision"), true
+	applied, ok = Applied(k, revision, opts)
+	return applied, ok, true
 }
 
 // AppliedCommit is the commit id in a Flux revision: "main@sha1:<id>" (Flux v2.1 and

@@ -174,12 +174,12 @@ func TestSnapshotPerNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := snap.AppliedRevision("magnum-p2"); !ok || got != "main@sha1:root" {
+	if got, _, ok := snap.Applied("magnum-p2", "", status.Options{}); !ok || got != "main@sha1:root" {
 		t.Errorf("single layout: %q %v", got, ok)
 	}
 	snap.PerNamespace = "flux-system"
 	for ns, want := range map[string]string{"magnum-p1": "main@sha1:one", "magnum-p2": "main@sha1:two", "magnum-p3": ""} {
-		got, ok := snap.AppliedRevision(ns)
+		got, _, ok := snap.Applied(ns, "", status.Options{})
 		if got != want || ok != (want != "") {
 			t.Errorf("per-namespace %s: %q %v, want %q", ns, got, ok, want)
 		}

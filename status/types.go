@@ -1,7 +1,6 @@
 package status
 
 import (
-	"strings"
 	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -69,17 +68,17 @@ type Options struct {
 	// Includes reports whether the revision Flux applied ("main@sha1:<commit>") includes
 	// the commit that carries a cluster's operation: the commit itself or a later one with
 	// it in its history. Flux fetches the branch head, so on a busy repository it applies
-	// commits that came after the operation's; nil compares the commits only, and a view
+	// commits that came after the operation's; nil compares the commit ids only, and a view
 	// would wait for a commit Flux skipped until the cluster's next operation.
 	Includes func(applied, revision string) bool
 }
 
-// includes applies Options.Includes, or compares the commits.
+// includes applies Options.Includes, or compares the commit ids.
 func (o Options) includes(applied, revision string) bool {
 	if o.Includes != nil {
 		return o.Includes(applied, revision)
 	}
-	return strings.Contains(applied, revision)
+	return AppliedCommit(applied) == revision
 }
 
 // Report is the Magnum view of what the objects say, with Magnum's field names.

@@ -62,8 +62,7 @@ func (j *judge) applied(namespace, revision string) (applied string, includes, k
 	if err != nil || snap == nil {
 		return "", false, false
 	}
-	applied, known = snap.AppliedRevision(namespace)
-	return applied, known && applied != "" && revision != "" && j.includes(applied, revision), known
+	return snap.Applied(namespace, revision, status.Options{Includes: j.includes})
 }
 
 // lookup is the status of one cluster by Magnum UUID (report.Lookup).
