@@ -45,8 +45,10 @@ e2e: testbin flux capi build ## End to end through the real Flux and Cluster API
 # The real Magnum 15 (magnum-api, magnum-conductor, Keystone, Glance, RabbitMQ, MariaDB from
 # Debian, installed on first use) with the driver shim installed from its wheel, driven by
 # the openstack coe CLI and magnum-tempest-plugin; test/magnum/README.md.
+# E2E_MAGNUM_TESTS picks test/magnum's files (all of them by default).
+E2E_MAGNUM_TESTS ?=
 e2e-magnum: build ## End to end through the real Magnum stack and the openstack CLI (test/magnum)
-	MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" hack/e2e-magnum.sh
+	MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" hack/e2e-magnum.sh $(E2E_MAGNUM_TESTS)
 
 e2e-magnum-capi: testbin flux capi build ## The Magnum lifecycle against real Flux and Cluster API (test/magnum, E2E_MAGNUM_CAPI=1)
 	E2E_MAGNUM_CAPI=1 KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" \
