@@ -108,20 +108,11 @@ class Process(object):
                     break
                 time.sleep(0.1)
             if self._group_alive():
-                try:
-                    os.killpg(self.pgid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                deadline = time.monotonic() + 10
-                while self._group_alive() and time.monotonic() < deadline:
-                    self.proc.poll()
-                    time.sleep(0.05)
+                self.kill()
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        if self._group_alive():
-            raise RuntimeError("%s (process group %d) survived SIGKILL" % (self.name, self.pgid))
 
 
 def wait_for(what, probe, timeout, proc=None, interval=0.2):

@@ -42,10 +42,7 @@ def cluster(stack):
     """The cluster's uuid once no operation is in progress; fails when create did not run."""
     if S.uuid is None:
         pytest.fail("no cluster: the create step failed or did not run")
-    deadline = time.monotonic() + 60
-    while (S.watch.current() or {}).get("status", "").endswith("_IN_PROGRESS"):
-        assert time.monotonic() < deadline, "still in progress: %s" % S.watch.current()
-        time.sleep(0.2)
+    S.watch.settled(60)
     return S.uuid
 
 

@@ -63,10 +63,7 @@ def cluster(stack):
     left one running); fails (never skips) when cluster create did not run."""
     if S.uuid is None:
         pytest.fail("no cluster: the cluster create step failed or did not run")
-    deadline = time.monotonic() + 60 * stack.patience
-    while (S.watch.current() or {}).get("status", "").endswith("_IN_PROGRESS"):
-        assert time.monotonic() < deadline, "still in progress: %s" % S.watch.current()
-        time.sleep(0.2)
+    S.watch.settled(60)
     return S.uuid
 
 

@@ -53,6 +53,14 @@ class Watch(object):
         except Exception as e:  # noqa: BLE001 - reported by wait()
             self.error = e
 
+    def settled(self, timeout):
+        """Waits until no operation is in progress (a failed step may have left one
+        running), at most timeout seconds stretched by the stack's patience."""
+        deadline = time.monotonic() + timeout * self.stack.patience
+        while (self.current() or {}).get("status", "").endswith("_IN_PROGRESS"):
+            assert time.monotonic() < deadline, "still in progress: %s" % self.current()
+            time.sleep(0.2)
+
     def current(self):
         with self.lock:
             return self.states[-1][1] if self.states else {}
