@@ -57,13 +57,10 @@ func CommitChange(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generato
 	}
 	if res.EventID != "" {
 		// The digest lets a restarted service tell a retried event id from a reused one:
-		// of the event as it came, which a retry repeats, not as the resolvers completed it.
-		digest := res.EventDigest
-		if digest == "" {
-			digest = Digest(ev)
-		}
+		// of the event as it came (Pipeline.Render keeps it), which a retry repeats, not as
+		// the resolvers completed it.
 		c.Trailers = append(c.Trailers, gitrepo.Trailer{Key: TrailerEventID, Value: res.EventID},
-			gitrepo.Trailer{Key: TrailerEventDigest, Value: digest})
+			gitrepo.Trailer{Key: TrailerEventDigest, Value: res.EventDigest})
 	}
 	for p, b := range fs.Files {
 		c.Files[p] = b
