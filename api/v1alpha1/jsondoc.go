@@ -7,6 +7,9 @@ import (
 	"unicode/utf8"
 )
 
+// errKeyTwice is checkJSON's refusal of a key set twice; ToJSON names the key (duplicateKey).
+var errKeyTwice = &FieldError{Field: "(document)", Message: "a key appears twice in one mapping"}
+
 // isJSONObject reports whether data looks like a JSON document: its first character that
 // is not white space opens an object. (A YAML document cannot start with "{" unless it is a
 // flow mapping, which is JSON's syntax too.)
@@ -116,7 +119,7 @@ func (c *jsonChecker) object(depth int) bool {
 		for _, k := range c.keys[mark:] {
 			if bytes.Equal(k, key) {
 				// A duplicate must not silently win.
-				c.err = &FieldError{Field: "(document)", Message: "a key appears twice in one mapping"}
+				c.err = errKeyTwice
 				return false
 			}
 		}

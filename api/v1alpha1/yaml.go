@@ -46,11 +46,11 @@ func ToJSON(data []byte) ([]byte, error) {
 	return j, nil
 }
 
-// namedDuplicate turns a parser's refusal of a key set twice, which names neither the key
-// nor where it is, into an error naming the field; any other error is returned as it is.
+// namedDuplicate turns a refusal of a key set twice (checkJSON's, or the YAML library's,
+// which names neither the key nor where it is) into an error naming the field; any other
+// error is returned as it is.
 func namedDuplicate(data []byte, err error) error {
-	msg := err.Error()
-	if !strings.Contains(msg, "already set in map") && !strings.Contains(msg, "appears twice") {
+	if err != errKeyTwice && !strings.Contains(err.Error(), "already set in map") {
 		return err
 	}
 	if path := duplicateKey(data); path != "" {
