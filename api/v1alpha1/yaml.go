@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"errors"
 	"bytes"
 	"fmt"
 	"regexp"
@@ -50,7 +51,7 @@ func ToJSON(data []byte) ([]byte, error) {
 // which names neither the key nor where it is) into an error naming the field; any other
 // error is returned as it is.
 func namedDuplicate(data []byte, err error) error {
-	if err != errKeyTwice && !strings.Contains(err.Error(), "already set in map") {
+	if !errors.Is(err, errKeyTwice) && !strings.Contains(err.Error(), "already set in map") {
 		return err
 	}
 	if path := duplicateKey(data); path != "" {
