@@ -1,8 +1,8 @@
 package v1alpha1
 
 import (
-	"errors"
 	"bytes"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
