@@ -191,8 +191,8 @@ var featureCases = []featureCase{
 		}},
 	{name: "scale-from-zero",
 		refusedOn: map[string][2]string{
-			"0.10.1": {"nodegroups[2].min_node_count", "cannot scale from zero"},
-			"0.24.1": {"nodegroups[2].min_node_count", "cannot scale from zero"},
+			"0.10.1": {"nodegroups[gpu-a100].min_node_count", "cannot scale from zero"},
+			"0.24.1": {"nodegroups[gpu-a100].min_node_count", "cannot scale from zero"},
 		},
 		check: func(t *testing.T, _ string, r rendered) {
 			md := r.find(t, "MachineDeployment", mdName(r, "gpu-a100"))
