@@ -73,6 +73,10 @@ type FileOptions struct {
 	// Existing lists the base names of the files already in the cluster directory, so the
 	// kustomization keeps listing Secret files this event does not carry material for.
 	Existing []string
+	// Marshal turns the object a file at path holds into the file's content; nil is
+	// MarshalObject. The service's digest gate hands back what the repository already
+	// holds for an object it serialised before, instead of serialising it again.
+	Marshal func(path string, obj any) ([]byte, error)
 }
 
 // ClusterDir is the directory that holds one cluster: <path>/<namespace>/<R>.
@@ -96,8 +100,12 @@ func ClusterDir(cfg *Config, namespace, release string) string {
 func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 	dir := ClusterDir(cfg, res.Namespace, res.ReleaseName)
 	fs := &FileSet{Files: map[string][]byte{}}
+	marshal := opts.Marshal
+	if marshal == nil {
+		marshal = func(_ string, obj any) ([]byte, error) { return MarshalObject(obj) }
+	}
 	add := func(p string, obj any) error {
-		b, err := MarshalObject(obj)
+		b, err := marshal(p, obj)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -301,7 +309,3 @@ func (fs *FileSet) Stream() []byte {
 	}
 	return b.Bytes()
 }
-
-// MarshalYAML is sigs.k8s.io/yaml.Marshal, byte for byte, through the fast serialiser of
-// MarshalObject: for documents written on every event (the cluster record).
-func MarshalYAML(obj any) ([]byte, error) { return marshalYAML(obj, yaml.Marshal) }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/internal/yamlv2"
+	"sigs.k8s.io/yaml"
 )
 
 // deployed is what a cluster directory's HelmRelease (or Argo CD Application) holds: the
@@ -45,7 +45,7 @@ func readDeployed(tree Tree, dir string) (*deployed, error) {
 				} `json:"source"`
 			} `json:"spec"`
 		}
-		if err := yamlv2.Unmarshal(b, &doc); err != nil {
+		if err := yaml.Unmarshal(b, &doc); err != nil {
 			return nil, fmt.Errorf("%s: %w", path.Join(dir, f), err)
 		}
 		d := &deployed{chartVersion: doc.Spec.Chart.Spec.Version}

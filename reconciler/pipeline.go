@@ -9,8 +9,9 @@ import (
 )
 
 // Pipeline runs the steps of one event up to the repository change: decode, resolve,
-// render, encode Secrets, and diff against what a Tree holds. It keeps no state between
-// events, so one Pipeline serves concurrent callers.
+// render, encode Secrets, and diff against what a Tree holds. Its only state between
+// events is the Gate's memory of what it serialised, so one Pipeline serves concurrent
+// callers.
 type Pipeline struct {
 	// Config is the generator's configuration.
 	Config *generator.Config
@@ -18,6 +19,9 @@ type Pipeline struct {
 	Resolvers []Resolver
 	// Secrets decides how Secrets reach the repository.
 	Secrets SecretPolicy
+	// Gate, when set, spares plans serialising what the repository already holds; the
+	// service sets it, a one-shot command need not.
+	Gate *Gate
 }
 
 // Validate checks the pipeline's configuration.

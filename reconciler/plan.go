@@ -51,12 +51,16 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	if err != nil {
 		return nil, stepError("encode", err)
 	}
-	fs, err := res.Files(p.Config, generator.FileOptions{Secrets: enc, Existing: names})
+	fs, err := res.Files(p.Config, generator.FileOptions{
+		Secrets:  p.Secrets.gated(p.Gate, enc, dir, tree),
+		Existing: names,
+		Marshal:  p.Gate.objects(tree),
+	})
 	if err != nil {
 		return nil, stepError("encode", err)
 	}
 	p.Secrets.addCreationRules(p.Config, fs)
-	if err := addRecord(p.Config, ev, res, fs); err != nil {
+	if err := p.addRecord(ev, res, fs, tree); err != nil {
 		return nil, stepError("encode", err)
 	}
 
@@ -109,17 +113,20 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 }
 
 // addRecord keeps the event's record beside the manifests, and removes it with them.
-func addRecord(cfg *generator.Config, ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generator.FileSet) error {
-	p := recordPath(cfg, res)
-	if slices.Contains(fs.Deletes, path.Join(path.Dir(p), generator.KustomizationFile)) {
-		fs.Deletes = append(fs.Deletes, p)
+func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generator.FileSet, tree Tree) error {
+	f := recordPath(p.Config, res)
+	if slices.Contains(fs.Deletes, path.Join(path.Dir(f), generator.KustomizationFile)) {
+		fs.Deletes = append(fs.Deletes, f)
 		return nil
 	}
 	b, err := Record(ev)
 	if err != nil {
 		return err
 	}
-	fs.Files[p] = b
+	if b, err = p.Gate.record(tree, f, b); err != nil {
+		return err
+	}
+	fs.Files[f] = b
 	return nil
 }
 

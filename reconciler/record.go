@@ -1,6 +1,8 @@
 package reconciler
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"path"
 
@@ -14,13 +16,21 @@ import (
 // directory's kustomization.yaml does not list it.
 const RecordFile = "magnum-cluster.yaml"
 
-// Record returns an event as stored in RecordFile: everything but the Secret material.
+// Record returns an event as stored in RecordFile: everything but the Secret material, as
+// indented JSON. JSON is YAML too, so the file keeps its name and older records, written as
+// YAML, still read; JSON is what a resync reads quickly for every cluster, with the
+// standard library.
 func Record(ev *v1alpha1.ClusterEvent) ([]byte, error) {
 	c := *ev
 	c.Secrets = nil
-	// The same bytes as sigs.k8s.io/yaml.Marshal, written directly: the record is written on
-	// every event, and the JSON → YAML round trip was a tenth of a group commit's time.
-	return generator.MarshalYAML(&c)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&c); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // recordPath is where a rendered cluster's record lives.

@@ -90,7 +90,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 		t.Errorf("resync committed over the newer event:\n%s", gitOut(t, dir, "log", "-2", "--stat", "main"))
 	}
 	record := path.Join(generator.ClusterDir(p.Config, plans[0].Result.Namespace, plans[0].Result.ReleaseName), reconciler.RecordFile)
-	if got := gitOut(t, dir, "show", "main:"+record); !strings.Contains(got, "id: "+resize.ID) {
+	if got := gitOut(t, dir, "show", "main:"+record); !strings.Contains(got, `"id": "`+resize.ID+`"`) {
 		t.Errorf("the record lost the newer event:\n%s", got)
 	}
 	// The next resync renders the newer record.
@@ -148,7 +148,7 @@ func TestResyncTornRead(t *testing.T) {
 		t.Errorf("resync over a record that moved: %+v %v; want no commit", out, err)
 	}
 	record := path.Join(generator.ClusterDir(p.Config, plans[0].Result.Namespace, plans[0].Result.ReleaseName), reconciler.RecordFile)
-	if got := gitOut(t, dir, "show", "main:"+record); !strings.Contains(got, "id: "+resize.ID) {
+	if got := gitOut(t, dir, "show", "main:"+record); !strings.Contains(got, `"id": "`+resize.ID+`"`) {
 		t.Errorf("resync undid the event; history:\n%s", gitOut(t, dir, "log", "-3", "--format=%h %s", "main"))
 	}
 }

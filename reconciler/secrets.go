@@ -38,6 +38,16 @@ func (sp SecretPolicy) encoder(res *generator.Result, existing func(string) ([]b
 	return nil, nil
 }
 
+// gated wraps the encoder of res's Secrets in the gate: a Secret the tree already holds
+// in the file the encoder would write keeps that file.
+func (sp SecretPolicy) gated(g *Gate, enc generator.SecretEncoder, dir string, tree Tree) generator.SecretEncoder {
+	if sp.Encrypter != nil {
+		return g.secrets(enc, "sops age "+strings.Join(sp.Encrypter.Recipients(), ","),
+			func(base string) string { return base + sopsenc.FileSuffix }, dir, tree)
+	}
+	return g.secrets(enc, "plaintext", func(base string) string { return base + ".yaml" }, dir, tree)
+}
+
 // addCreationRules writes the repository's .sops.yaml when the change holds encrypted
 // Secrets, so that an operator's `sops` finds the recipients.
 func (sp SecretPolicy) addCreationRules(cfg *generator.Config, fs *generator.FileSet) {

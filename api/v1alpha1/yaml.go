@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
-
-	"github.com/magnum-gitops/magnum-gitops/internal/yamlv2"
 )
 
 // MaxDepth bounds how deeply a document may nest. A ClusterEvent nests about six levels;
@@ -34,11 +32,6 @@ func ToJSON(data []byte) ([]byte, error) {
 	}
 	if d := depth(data); d > MaxDepth {
 		return nil, &FieldError{Field: "(document)", Message: fmt.Sprintf("nested more than %d levels deep", MaxDepth)}
-	}
-	// The block YAML that people and our own records use is read without the library;
-	// anything else, and every error, is the library's.
-	if j, ok := yamlv2.ToJSON(data); ok {
-		return j, nil
 	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {

@@ -19,6 +19,7 @@ func (f *fileConfig) pipeline(insecurePlaintext bool) (*reconciler.Pipeline, err
 		Config:    &f.Config,
 		Resolvers: []reconciler.Resolver{reconciler.CABundle{File: f.Magnum.Drivers.OpenstackCAFile}},
 		Secrets:   reconciler.SecretPolicy{Encrypter: enc, Plaintext: insecurePlaintext},
+		Gate:      &reconciler.Gate{},
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"filippo.io/age"
@@ -37,7 +38,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/internal/yamlv2"
 )
 
 // EncryptedRegex is what SOPS encrypts: the Secret's values, nothing Flux needs to read.
@@ -101,6 +101,8 @@ type Encrypter struct {
 	digestKey  []byte
 	identity   string
 	now        func() time.Time
+	// rules holds CreationRules' document by path: every plan that writes a Secret asks.
+	rules sync.Map
 }
 
 // New returns an Encrypter for valid options.
@@ -117,6 +119,9 @@ func New(o Options) (*Encrypter, error) {
 	}
 	return &Encrypter{recipients: rs, digestKey: o.DigestKey, identity: o.Identity, now: now}, nil
 }
+
+// Recipients returns the age recipients every file is encrypted for, sorted.
+func (e *Encrypter) Recipients() []string { return slices.Clone(e.recipients) }
 
 // Encoder returns a generator.SecretEncoder writing <base>.sops.yaml files. existing
 // returns the current content of a file in the cluster directory, if any; an unchanged
@@ -219,7 +224,7 @@ func (e *Encrypter) Unchanged(old []byte, s *corev1.Secret) (bool, error) {
 			} `json:"age"`
 		} `json:"sops"`
 	}
-	if err := yamlv2.Unmarshal(old, &meta); err != nil {
+	if err := yaml.Unmarshal(old, &meta); err != nil {
 		return false, nil // not ours or damaged: write a fresh file
 	}
 	var have []string
@@ -290,7 +295,7 @@ func (e *Encrypter) decrypt(data []byte) ([]byte, error) {
 func canonicalEqual(a, b []byte) bool {
 	norm := func(d []byte) []byte {
 		var m map[string]any
-		if yamlv2.Unmarshal(d, &m) != nil {
+		if yaml.Unmarshal(d, &m) != nil {
 			return nil
 		}
 		delete(m, "sops")
@@ -309,6 +314,15 @@ func canonicalEqual(a, b []byte) bool {
 // CreationRules returns a .sops.yaml for the repository root, so operators can edit the
 // files with the sops CLI using the same recipients and regex.
 func (e *Encrypter) CreationRules(path string) []byte {
+	if b, ok := e.rules.Load(path); ok {
+		return b.([]byte)
+	}
+	b := e.creationRules(path)
+	e.rules.Store(path, b)
+	return b
+}
+
+func (e *Encrypter) creationRules(path string) []byte {
 	doc := map[string]any{"creation_rules": []any{map[string]any{
 		"path_regex":      "^" + regexpQuote(strings.TrimSuffix(path, "/")) + "/.*\\.sops\\.yaml$",
 		"encrypted_regex": EncryptedRegex,

@@ -1,0 +1,148 @@
+package reconciler
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+)
+
+// gateSize bounds the digests a Gate keeps: about 36 files for each of 10,000 clusters
+// (several versions of each), some 30 MB. A full gate starts again empty, and the next
+// plan of each cluster serialises once more.
+const gateSize = 1 << 18
+
+// Gate decides that an object is unchanged by a digest of the object instead of by
+// serialising it: most plans (every cluster of a resync, every group of a scale event)
+// write objects the repository already holds, and serialising them was most of a plan's
+// time. It remembers, for the SHA-256 of an object's JSON, the SHA-256 of the file the
+// object became; when the file a tree holds at the object's path has that hash, the plan
+// takes the tree's bytes as they are. Only what changed is serialised.
+//
+// A Gate is safe for concurrent plans; the zero value is ready and a nil *Gate gates
+// nothing (a one-shot command has nothing to remember).
+type Gate struct {
+	mu sync.Mutex
+	// known maps an input digest (an object's JSON, with what its encoding depends on) to
+	// the SHA-256 of a file that holds it.
+	known map[[sha256.Size]byte][sha256.Size]byte
+}
+
+// objects returns the serialiser a plan hands to generator.FileOptions.Marshal: the
+// tree's bytes when they are obj serialised, else obj serialised and remembered.
+func (g *Gate) objects(tree Tree) func(path string, obj any) ([]byte, error) {
+	if g == nil {
+		return nil
+	}
+	return func(path string, obj any) ([]byte, error) {
+		j, err := json.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		in := sha256.Sum256(j)
+		if have, ok := g.held(tree, path, in); ok {
+			return have, nil
+		}
+		b, err := generator.MarshalObject(obj)
+		if err != nil {
+			return nil, err
+		}
+		g.remember(in, b)
+		return b, nil
+	}
+}
+
+// secrets wraps a Secret encoder: a Secret whose plaintext, under the same encoding, is
+// what the tree's file already holds keeps that file without being encoded or decrypted
+// again. encoding names what the file depends on besides the plaintext (the recipients);
+// fileName is the name the encoder gives the file of a base name.
+func (g *Gate) secrets(enc generator.SecretEncoder, encoding string, fileName func(base string) string, dir string, tree Tree) generator.SecretEncoder {
+	if g == nil || enc == nil {
+		return enc
+	}
+	return func(s *corev1.Secret, base string) (string, []byte, error) {
+		j, err := json.Marshal(s)
+		if err != nil {
+			return "", nil, err
+		}
+		h := sha256.New()
+		h.Write(j)
+		h.Write([]byte("\x00" + encoding))
+		var in [sha256.Size]byte
+		h.Sum(in[:0])
+		name := fileName(base)
+		if have, ok := g.held(tree, dir+"/"+name, in); ok {
+			return name, have, nil
+		}
+		name, b, err := enc(s, base)
+		if err == nil {
+			g.remember(in, b)
+		}
+		return name, b, err
+	}
+}
+
+// record returns the record file to write: the tree's bytes when they hold the same
+// record, so that a record written in an older encoding (YAML) is not rewritten for its
+// encoding alone, else want.
+func (g *Gate) record(tree Tree, path string, want []byte) ([]byte, error) {
+	in := sha256.Sum256(want)
+	if have, ok := g.held(tree, path, in); ok {
+		return have, nil
+	}
+	have, ok, err := tree.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if ok && !bytes.Equal(have, want) && sameRecord(have, want) {
+		want = have
+	}
+	g.remember(in, want)
+	return want, nil
+}
+
+// sameRecord reports whether the record file have holds the event whose record is want.
+func sameRecord(have, want []byte) bool {
+	old, err := ReadRecord(have)
+	if err != nil {
+		return false
+	}
+	again, err := Record(old)
+	return err == nil && bytes.Equal(again, want)
+}
+
+// held returns the tree's file at path when it is known to hold the input in.
+func (g *Gate) held(tree Tree, path string, in [sha256.Size]byte) ([]byte, bool) {
+	if g == nil {
+		return nil, false
+	}
+	g.mu.Lock()
+	want, ok := g.known[in]
+	g.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	have, ok, err := tree.ReadFile(path)
+	if err != nil || !ok || sha256.Sum256(have) != want {
+		return nil, false
+	}
+	return have, true
+}
+
+// remember notes that the file b holds the input in.
+func (g *Gate) remember(in [sha256.Size]byte, b []byte) {
+	if g == nil {
+		return
+	}
+	sum := sha256.Sum256(b)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.known == nil || len(g.known) >= gateSize {
+		g.known = make(map[[sha256.Size]byte][sha256.Size]byte)
+	}
+	g.known[in] = sum
+}
