@@ -1,7 +1,6 @@
 package generator
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -22,7 +21,7 @@ const (
 )
 
 // featureLabel documents one feature label: the table in docs/features.md is generated from these rows
-// (FeatureLabelTable), so the documentation cannot drift from the code.
+// (TestFeatureLabelTable), so the documentation cannot drift from the code.
 type featureLabel struct {
 	// Name is the label key, as VEXXHOST's magnum-cluster-api names it where it has one.
 	Name string
@@ -84,16 +83,6 @@ func isFeatureLabel(key string) bool {
 		}
 	}
 	return false
-}
-
-// FeatureLabelTable renders docs/features.md's table of feature labels from featureLabels.
-func FeatureLabelTable() string {
-	var b strings.Builder
-	b.WriteString("| Label | Set on | Value path | Chart versions | Default |\n|---|---|---|---|---|\n")
-	for _, f := range featureLabels {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", f.Name, f.Scope, f.Path, f.Charts, f.Default)
-	}
-	return b.String()
 }
 
 // FeaturesConfig holds the site defaults of the feature labels.

@@ -3,7 +3,6 @@ package gitrepo
 import (
 	"bytes"
 	"crypto/sha1" //nolint:gosec // the pack format's trailer is SHA-1
-	"io"
 
 	"github.com/klauspost/compress/zlib"
 
@@ -118,14 +117,6 @@ func (p *packer) bytes() []byte {
 	pack = append(pack, p.body.Bytes()...)
 	sum := sha1.Sum(pack) //nolint:gosec // the format's checksum
 	return append(pack, sum[:]...)
-}
-
-// writePack writes a pack of objects to w (see packer).
-func writePack(w io.Writer, objects []newObject) error {
-	p := newPacker()
-	p.add(objects)
-	_, err := w.Write(p.bytes())
-	return err
 }
 
 // packing packs a chain's objects on a goroutine of its own while the chain is built:

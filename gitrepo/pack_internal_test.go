@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -247,4 +248,12 @@ func BenchmarkPack(b *testing.B) {
 		}
 		b.ReportMetric(float64(pack.Len()), "pack-bytes")
 	})
+}
+
+// writePack writes a pack of objects to w, as the push does (see packer).
+func writePack(w io.Writer, objects []newObject) error {
+	p := newPacker()
+	p.add(objects)
+	_, err := w.Write(p.bytes())
+	return err
 }

@@ -3,7 +3,6 @@ package gitrepo_test
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -16,8 +15,6 @@ import (
 	"testing"
 	"time"
 )
-
-var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
 
 // gitServer is a real Git smart-HTTP server: git http-backend behind net/http/cgi, with
 // optional basic auth, and switches to stop it or corrupt its answers.

@@ -6,9 +6,10 @@ import (
 	"path"
 	"strings"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
-	"sigs.k8s.io/yaml"
 )
 
 // deployed is what a cluster directory's HelmRelease (or Argo CD Application) holds: the

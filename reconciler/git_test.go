@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,8 +20,6 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
-
-var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
 
 func event(t *testing.T, name string) *v1alpha1.ClusterEvent {
 	t.Helper()

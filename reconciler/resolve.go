@@ -16,14 +16,6 @@ type Resolver interface {
 	Resolve(ctx context.Context, ev *v1alpha1.ClusterEvent) error
 }
 
-// ResolverFunc adapts a function to Resolver.
-type ResolverFunc func(ctx context.Context, ev *v1alpha1.ClusterEvent) error
-
-// Resolve implements Resolver.
-func (f ResolverFunc) Resolve(ctx context.Context, ev *v1alpha1.ClusterEvent) error {
-	return f(ctx, ev)
-}
-
 // SystemCABundles are where Linux distributions keep the root bundle that the driver's
 // default (the certifi bundle, i.e. Mozilla's roots) corresponds to.
 var SystemCABundles = []string{

@@ -3,7 +3,6 @@ package status_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +15,6 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/status"
 )
-
-var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
 
 // stateFixture is one file of fixtures/status: a Magnum view, the objects of the
 // management cluster, and what the mapping must say.

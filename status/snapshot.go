@@ -154,30 +154,6 @@ func (s *Snapshot) KustomizationFor(namespace string) string {
 	return s.Kustomization
 }
 
-// Sweep judges every cluster from one snapshot. When the management cluster cannot be
-// read, every cluster keeps its Magnum status and gets health UNKNOWN with the reason:
-// an outage of the reader must not look like an outage of the clusters.
-func Sweep(ctx context.Context, src Source, views []View, opts Options) []Report {
-	snap, err := TakeSnapshot(ctx, src)
-	if err != nil {
-		out := make([]Report, len(views))
-		for i, v := range views {
-			out[i] = Unreadable(v, err)
-		}
-		return out
-	}
-	return snap.Evaluate(views, opts)
-}
-
-// Evaluate judges every view against the snapshot.
-func (s *Snapshot) Evaluate(views []View, opts Options) []Report {
-	out := make([]Report, len(views))
-	for i, v := range views {
-		out[i] = Evaluate(v, s.Objects(v), opts)
-	}
-	return out
-}
-
 // Discover makes a view for every Flux HelmRelease magnum-gitops manages, as if an update
 // were in progress, so that the judgement says where each cluster stands when Magnum's
 // side is not at hand. The node groups come from the release's values.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +17,6 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 )
-
-var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
 
 // run executes the CLI in-process. Its output and error are scanned for secret values.
 // fileWriter returns a function that writes a file into a new temporary directory and

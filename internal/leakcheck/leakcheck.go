@@ -6,7 +6,6 @@ package leakcheck
 
 import (
 	"bytes"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,12 +124,6 @@ func Log(t testing.TB, where string) *Buffer {
 	b := &Buffer{}
 	t.Cleanup(func() { Check(t, where, []byte(b.String())) })
 	return b
-}
-
-// Logger returns a JSON logger whose every line is checked when the test ends.
-func Logger(t testing.TB) *slog.Logger {
-	t.Helper()
-	return slog.New(slog.NewJSONHandler(Log(t, "the log"), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // Repo checks every object of the Git repository at dir: every version of every file, every

@@ -2,10 +2,7 @@ package sopsenc_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"flag"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +15,6 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 )
-
-var _ = flag.Bool("update", false, "unused here; accepted so go test ./... -update works")
 
 func newKey(t *testing.T) *age.X25519Identity {
 	t.Helper()
@@ -244,17 +239,4 @@ func TestCreationRules(t *testing.T) {
 	if r["path_regex"] != `^clusters/magnum/.*\.sops\.yaml$` || r["encrypted_regex"] != sopsenc.EncryptedRegex || r["age"] != id.Recipient().String() {
 		t.Errorf("rules = %v", r)
 	}
-}
-
-// jsonEqual compares two JSON documents as values.
-func jsonEqual(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var va, vb any
-	if err := json.Unmarshal(a, &va); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &vb); err != nil {
-		t.Fatal(err)
-	}
-	return reflect.DeepEqual(va, vb)
 }

@@ -121,21 +121,6 @@ func (a *AppCredentials) Create(ctx context.Context, req CredentialRequest) (*Ap
 	return out, nil
 }
 
-// Rotate creates the cluster's next credential and returns it; it never deletes the old
-// one. The caller commits the new Secret and only then deletes oldID with Delete, so a
-// cluster is never left without working credentials (driver 1.4.0 rotation).
-func (a *AppCredentials) Rotate(ctx context.Context, req CredentialRequest, oldID string) (*AppCredential, error) {
-	cred, err := a.Create(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if cred.ID == oldID {
-		// The driver's own check: the rotation must change the credential.
-		return nil, fmt.Errorf("keystone: rotation returned the old application credential %s", oldID)
-	}
-	return cred, nil
-}
-
 // Delete deletes the cluster's credential id, owned by userID. A credential that does not
 // exist (any more) is success, so deleting twice is safe; one whose name does not start
 // with "magnum-<cluster uuid>" is refused with ErrNotManaged.

@@ -111,25 +111,25 @@ func TestAppCredentialCreate(t *testing.T) {
 	}
 }
 
-func TestAppCredentialRotateAndDelete(t *testing.T) {
+// TestAppCredentialDelete: a cluster holding two credentials (a retried create) loses only
+// the one deleted, only its own, and a repeated delete succeeds.
+func TestAppCredentialDelete(t *testing.T) {
 	f := newAppCredFixture(t)
 	req := openstack.CredentialRequest{ClusterUUID: clusterUUID, ClusterName: "prod-a"}
 	old, err := f.creds.Create(t.Context(), req)
 	if err != nil {
 		t.Fatal(err, f.ks.Log())
 	}
-	next, err := f.creds.Rotate(t.Context(), req, old.ID)
+	next, err := f.creds.Create(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if next.ID == old.ID || next.Name == old.Name {
-		t.Fatalf("rotation kept the credential: %s %s", next.ID, next.Name)
+		t.Fatalf("a second create returned the first credential: %s %s", next.ID, next.Name)
 	}
-	// Until the caller deletes it, the old credential keeps working: the cluster is never
-	// without credentials while the new Secret is being committed.
 	for _, c := range []*openstack.AppCredential{old, next} {
 		if _, err := f.authenticate(t, c); err != nil {
-			t.Fatalf("credential %s after rotation: %v", c.ID, err)
+			t.Fatalf("credential %s: %v", c.ID, err)
 		}
 	}
 
@@ -202,7 +202,7 @@ func TestAppCredentialDeleteCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := f.creds.Rotate(t.Context(), req, a.ID)
+	b, err := f.creds.Create(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

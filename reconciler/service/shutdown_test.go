@@ -61,7 +61,7 @@ func TestGracefulShutdown(t *testing.T) {
 	h := start(t, func(o *service.Options) {
 		o.ShutdownDelay = delay
 		// The event in flight waits in its render until the test lets it go.
-		o.Pipeline.Resolvers = append(o.Pipeline.Resolvers, reconciler.ResolverFunc(func(ctx context.Context, ev *v1alpha1.ClusterEvent) error {
+		o.Pipeline.Resolvers = append(o.Pipeline.Resolvers, resolverFunc(func(ctx context.Context, ev *v1alpha1.ClusterEvent) error {
 			if ev.ID == "evt-01-create-cluster" {
 				enterOnce.Do(func() { close(entered) })
 				<-release
@@ -243,4 +243,11 @@ func TestReadyzFromChecks(t *testing.T) {
 	if !strings.Contains(h.logs.String(), "the remote does not answer") {
 		t.Error("the outage was not logged")
 	}
+}
+
+// resolverFunc adapts a function to reconciler.Resolver.
+type resolverFunc func(ctx context.Context, ev *v1alpha1.ClusterEvent) error
+
+func (f resolverFunc) Resolve(ctx context.Context, ev *v1alpha1.ClusterEvent) error {
+	return f(ctx, ev)
 }

@@ -53,18 +53,6 @@ func (k *Keystone) adminIdentity(ctx context.Context) (*gophercloud.ServiceClien
 	return openstack.NewIdentityV3(pc, gophercloud.EndpointOpts{Region: k.Region})
 }
 
-// Identity returns an identity v3 client authenticated as the admin.
-func (k *Keystone) Identity(t testing.TB) *gophercloud.ServiceClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	c, err := k.adminIdentity(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // User is a Keystone user created for one test, with a password and roles on ProjectID.
 type User struct {
 	ID          string
