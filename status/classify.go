@@ -58,26 +58,6 @@ func Classify(objs []*unstructured.Unstructured, stackID, namespace string) Obje
 // DevCluster, …: the contract names them <Provider>Cluster) from its other kinds.
 func isInfraClusterKind(kind string) bool { return strings.HasSuffix(kind, "Cluster") }
 
-// ViewFromEvent builds the Magnum view from a ClusterEvent document whose cluster and
-// node groups carry their current Magnum status (and updated_at).
-func ViewFromEvent(ev *v1alpha1.ClusterEvent, namespacePrefix string) View {
-	c := ev.Cluster
-	v := View{ClusterUUID: c.UUID, Name: c.Name, StackID: c.StackID, Status: c.Status,
-		Namespace: magnum.Namespace(namespacePrefix, c.ProjectID)}
-	if v.StackID == "" {
-		v.StackID = magnum.GenerateReleaseName(c.Name, c.UUID)
-	}
-	if t, err := time.Parse(time.RFC3339, c.UpdatedAt); err == nil {
-		v.Since = t
-	}
-	groups, _ := ev.EffectiveNodeGroups()
-	for _, ng := range groups {
-		v.NodeGroups = append(v.NodeGroups, NodeGroupView{Name: ng.Name, Role: ng.Role, Status: ng.Status,
-			IsDefault: ng.IsDefault, NodeCount: ng.NodeCount})
-	}
-	return v
-}
-
 // OptionsFor sets the create deadline from the cluster's create_timeout (minutes).
 func OptionsFor(ev *v1alpha1.ClusterEvent, opts Options) Options {
 	if t := ev.Cluster.CreateTimeout; t != nil && *t > 0 {

@@ -61,13 +61,16 @@ func loadStates(t testing.TB) map[string]stateFixture {
 	return out
 }
 
-func (sf stateFixture) inputs(t testing.TB) (status.View, status.Objects, status.Options) {
+func (sf stateFixture) inputs(t testing.TB, serveView bool) (status.View, status.Objects, status.Options) {
 	t.Helper()
 	ev, err := v1alpha1.DecodeEvent(sf.Magnum)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := status.ViewFromEvent(ev, "magnum")
+	if serveView {
+		v = status.NewView(ev, v.Namespace, v.StackID, v.Since)
+	}
 	v.Revision = sf.Revision
 	objs, err := status.LoadObjects(bytes.NewReader(sf.Objects))
 	if err != nil {
@@ -78,64 +81,79 @@ func (sf stateFixture) inputs(t testing.TB) (status.View, status.Objects, status
 	return v, o, status.OptionsFor(ev, status.DefaultOptions(sf.Now))
 }
 
+// TestEvaluateStates judges every fixture from the view serve builds of its event
+// (status.NewView) and from the view the status command builds of its document
+// (status.ViewFromEvent); a fixture whose document holds a status no event of serve's
+// holds is judged from the document's alone, and says so in its provenance.
 func TestEvaluateStates(t *testing.T) {
 	t.Parallel()
 	for name, sf := range loadStates(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			v, o, opts := sf.inputs(t)
-			r := status.Evaluate(v, o, opts)
-			e := sf.Expect
-			check := func(what string, got, want any) {
-				t.Helper()
-				if got != want {
-					t.Errorf("%s = %v, want %v\nstatus_reason: %s", what, got, want, r.StatusReason)
-				}
+		for _, serve := range []bool{true, false} {
+			if serve && sf.Provenance.Handwritten == "not-producible" {
+				continue
 			}
-			if e.Status != "" {
-				check("status", string(r.Status), e.Status)
-			}
-			if e.StatusReason != nil {
-				if *e.StatusReason == "" && r.StatusReason != "" || !strings.Contains(r.StatusReason, *e.StatusReason) {
-					t.Errorf("status_reason = %q, want it to contain %q", r.StatusReason, *e.StatusReason)
-				}
-			}
-			if e.HealthStatus != "" {
-				check("health_status", string(r.HealthStatus), e.HealthStatus)
-			}
-			for k, want := range e.HealthReason {
-				if !strings.Contains(r.HealthReason[k], want) {
-					t.Errorf("health_status_reason[%s] = %q, want %q", k, r.HealthReason[k], want)
-				}
-			}
-			if e.APIAddress != "" {
-				check("api_address", r.APIAddress, e.APIAddress)
-			}
-			if e.COEVersion != "" {
-				check("coe_version", r.COEVersion, e.COEVersion)
-			}
-			groups := map[string]status.NodeGroupReport{}
-			for _, g := range r.NodeGroups {
-				groups[g.Name] = g
-			}
-			for n, want := range e.NodeGroups {
-				check("nodegroup "+n, string(groups[n].Status), want)
-			}
-			for n, want := range e.Gone {
-				check("nodegroup "+n+" gone", groups[n].Gone, want)
-			}
-			if e.NodeCount != nil {
-				check("node_count", r.NodeCount, *e.NodeCount)
-			}
-			if e.MasterCount != nil {
-				check("master_count", r.MasterCount, *e.MasterCount)
-			}
-			if e.SecretsRemovable != nil {
-				check("secrets_removable", r.SecretsRemovable, *e.SecretsRemovable)
-			}
-			if len(r.HealthReason) != 4 {
-				t.Errorf("health_status_reason has %d keys, want cluster, infrastructure, controlplane, nodegroup", len(r.HealthReason))
-			}
-		})
+			t.Run(name+map[bool]string{true: "/serve", false: "/document"}[serve], func(t *testing.T) {
+				t.Parallel()
+				sf.check(t, serve)
+			})
+		}
+	}
+}
+
+// check judges the fixture from one of its views and compares the report with expect.
+func (sf stateFixture) check(t *testing.T, serveView bool) {
+	t.Helper()
+	v, o, opts := sf.inputs(t, serveView)
+	r := status.Evaluate(v, o, opts)
+	e := sf.Expect
+	check := func(what string, got, want any) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s = %v, want %v\nstatus_reason: %s", what, got, want, r.StatusReason)
+		}
+	}
+	if e.Status != "" {
+		check("status", string(r.Status), e.Status)
+	}
+	if e.StatusReason != nil {
+		if *e.StatusReason == "" && r.StatusReason != "" || !strings.Contains(r.StatusReason, *e.StatusReason) {
+			t.Errorf("status_reason = %q, want it to contain %q", r.StatusReason, *e.StatusReason)
+		}
+	}
+	if e.HealthStatus != "" {
+		check("health_status", string(r.HealthStatus), e.HealthStatus)
+	}
+	for k, want := range e.HealthReason {
+		if !strings.Contains(r.HealthReason[k], want) {
+			t.Errorf("health_status_reason[%s] = %q, want %q", k, r.HealthReason[k], want)
+		}
+	}
+	if e.APIAddress != "" {
+		check("api_address", r.APIAddress, e.APIAddress)
+	}
+	if e.COEVersion != "" {
+		check("coe_version", r.COEVersion, e.COEVersion)
+	}
+	groups := map[string]status.NodeGroupReport{}
+	for _, g := range r.NodeGroups {
+		groups[g.Name] = g
+	}
+	for n, want := range e.NodeGroups {
+		check("nodegroup "+n, string(groups[n].Status), want)
+	}
+	for n, want := range e.Gone {
+		check("nodegroup "+n+" gone", groups[n].Gone, want)
+	}
+	if e.NodeCount != nil {
+		check("node_count", r.NodeCount, *e.NodeCount)
+	}
+	if e.MasterCount != nil {
+		check("master_count", r.MasterCount, *e.MasterCount)
+	}
+	if e.SecretsRemovable != nil {
+		check("secrets_removable", r.SecretsRemovable, *e.SecretsRemovable)
+	}
+	if len(r.HealthReason) != 4 {
+		t.Errorf("health_status_reason has %d keys, want cluster, infrastructure, controlplane, nodegroup", len(r.HealthReason))
 	}
 }

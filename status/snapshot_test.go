@@ -114,7 +114,7 @@ func (n noAddons) List(ctx context.Context, gvk schema.GroupVersionKind) ([]*uns
 func TestSweep(t *testing.T) {
 	t.Parallel()
 	sf := loadStates(t)["27-all-ready-v1beta1.yaml"]
-	v, _, opts := sf.inputs(t)
+	v, _, opts := sf.inputs(t, false)
 	objs, err := status.LoadObjects(bytes.NewReader(sf.Objects))
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func BenchmarkSweep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v0, _, opts := sf.inputs(b)
+	v0, _, opts := sf.inputs(b, true)
 	const n = 10000
 	var objs status.StaticSource
 	views := make([]status.View, n)
@@ -188,7 +188,7 @@ func BenchmarkSweep(b *testing.B) {
 func TestSweepWaitsForFluxRevision(t *testing.T) {
 	t.Parallel()
 	sf := loadStates(t)["02-flux-revision-not-applied.yaml"]
-	v, _, opts := sf.inputs(t)
+	v, _, opts := sf.inputs(t, false)
 	objs, err := status.LoadObjects(bytes.NewReader(sf.Objects))
 	if err != nil {
 		t.Fatal(err)

@@ -94,37 +94,10 @@ func (j *judge) evaluate(ctx context.Context, rec reconciler.ClusterRecord) stat
 	return status.Evaluate(v, snap.Objects(v), opts)
 }
 
-// View is the Magnum view of a cluster as the service knows it: the operation of its last
-// event in progress since the event arrived, awaiting the commit that carries it.
+// View is the Magnum view of a cluster as the service knows it: its last event in
+// progress since the event arrived (status.NewView), awaiting the commit that carries it.
 func View(rec reconciler.ClusterRecord) status.View {
-	ev := rec.Event
-	v := status.View{ClusterUUID: ev.Cluster.UUID, Name: ev.Cluster.Name, StackID: rec.StackID,
-		Namespace: rec.Namespace, Status: ev.Operation.InProgressStatus(), Since: rec.At, Revision: rec.Revision}
-	groups, _ := ev.EffectiveNodeGroups()
-	for _, ng := range groups {
-		v.NodeGroups = append(v.NodeGroups, status.NodeGroupView{Name: ng.Name, Role: ng.Role,
-			Status: nodeGroupStatus(ev, ng), IsDefault: ng.IsDefault, NodeCount: ng.NodeCount})
-	}
+	v := status.NewView(rec.Event, rec.Namespace, rec.StackID, rec.At)
+	v.Revision = rec.Revision
 	return v
-}
-
-// nodeGroupStatus is a group's status during an event: the group the operation targets
-// (every group, for a cluster-wide operation) is in progress with the operation's action;
-// a group the sender marked as being deleted stays so; the others are at rest.
-func nodeGroupStatus(ev *v1alpha1.ClusterEvent, ng v1alpha1.NodeGroup) v1alpha1.ClusterStatus {
-	switch {
-	case ng.Status.Action() == v1alpha1.ActionDelete:
-		return v1alpha1.DeleteInProgress
-	case !ev.Operation.TargetsNodeGroup():
-		return ev.Operation.InProgressStatus()
-	case ng.Name != ev.NodeGroup:
-		return v1alpha1.UpdateComplete
-	}
-	switch ev.Operation {
-	case v1alpha1.CreateNodeGroup:
-		return v1alpha1.CreateInProgress
-	case v1alpha1.DeleteNodeGroup:
-		return v1alpha1.DeleteInProgress
-	}
-	return v1alpha1.UpdateInProgress
 }
