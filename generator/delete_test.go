@@ -144,3 +144,26 @@ func TestSecretSuffixes(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletePhaseOf: the phase of a directory is read from its files alone.
+func TestDeletePhaseOf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		existing []string
+		deploy   string
+		want     generator.DeletePhase
+	}{
+		{"deployed", []string{"helmrelease.yaml", "kustomization.yaml", "magnum-cluster.yaml", "secret-ca.sops.yaml"}, generator.HelmReleaseFile, generator.DeleteNotStarted},
+		{"deployed by Argo CD", []string{"application.yaml", "kustomization.yaml"}, generator.ApplicationFile, generator.DeleteNotStarted},
+		{"the HelmRelease left, the Secrets stay", []string{"kustomization.yaml", "magnum-cluster.yaml", "secret-ca.sops.yaml", "secret-sa.yaml"}, generator.HelmReleaseFile, generator.DeleteAwaitingCluster},
+		{"the Secrets left", []string{"kustomization.yaml", "magnum-cluster.yaml"}, generator.HelmReleaseFile, generator.DeleteSecretsRemoved},
+		{"only the record is left", []string{"magnum-cluster.yaml"}, generator.HelmReleaseFile, generator.DeleteSecretsRemoved},
+		{"a HelmRelease file under Argo CD is not its deploy file", []string{"helmrelease.yaml", "kustomization.yaml"}, generator.ApplicationFile, generator.DeleteSecretsRemoved},
+		{"gone", nil, generator.HelmReleaseFile, generator.DeleteDone},
+	} {
+		if got := generator.DeletePhaseOf(tc.existing, tc.deploy); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -79,6 +79,15 @@ type FileOptions struct {
 	Marshal func(path string, obj any) ([]byte, error)
 }
 
+// DeployFile is the base name of the file that deploys a cluster in its directory: the
+// HelmRelease, or the Argo CD Application with --format argo.
+func (cfg *Config) DeployFile() string {
+	if cfg.Format == FormatArgo {
+		return ApplicationFile
+	}
+	return HelmReleaseFile
+}
+
 // ClusterDir is the directory that holds one cluster: <path>/<namespace>/<R>.
 func ClusterDir(cfg *Config, namespace, release string) string {
 	return path.Join(cfg.Flux.Path, namespace, release)
@@ -95,8 +104,8 @@ func ClusterDir(cfg *Config, namespace, release string) string {
 //
 // A delete_cluster result removes helmrelease.yaml and keeps the Secrets, which must outlive
 // the CAPI Cluster; with no Secret left, it removes the whole directory, unless the
-// second phase of the delete has begun (see SecretsRemoved): that directory stays until
-// the service finishes the delete.
+// delete has reached DeleteSecretsRemoved (delete.go): that directory stays until the
+// service finishes the delete.
 func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 	dir := ClusterDir(cfg, res.Namespace, res.ReleaseName)
 	fs := &FileSet{Files: map[string][]byte{}}
@@ -118,14 +127,11 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 			secretFiles[name] = true
 		}
 	}
-	deployFile := HelmReleaseFile
-	if cfg.Format == FormatArgo {
-		deployFile = ApplicationFile
-	}
+	deployFile := cfg.DeployFile()
 	if res.Operation == v1alpha1.DeleteCluster {
 		fs.Deletes = append(fs.Deletes, path.Join(dir, deployFile))
 		if len(secretFiles) == 0 {
-			if secondPhase(opts.Existing, deployFile) {
+			if DeletePhaseOf(opts.Existing, deployFile) == DeleteSecretsRemoved {
 				return fs, add(path.Join(dir, KustomizationFile), unfinishedDelete(res.ReleaseName))
 			}
 			fs.Deletes = append(fs.Deletes, path.Join(dir, KustomizationFile))
@@ -174,62 +180,6 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 		}
 	}
 	return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, deployFile))
-}
-
-// SecretsRemoved lays out the second phase of a delete, once the CAPI Cluster is gone:
-// the Secret files leave the cluster's directory, whose kustomization.yaml then lists
-// nothing, so that Flux drops the Secrets from its inventory. Their prune guard keeps
-// them in the management cluster, where the service deletes them by name once Flux has
-// applied this; it then removes the directory. Until then the directory (and the record
-// beside it) says in Git that the delete is unfinished, so a restarted or newly elected
-// service finishes it. existing lists the base names of the directory's files; removed
-// are those of the Secret files.
-func SecretsRemoved(cfg *Config, namespace, release string, existing []string) (fs *FileSet, removed []string, err error) {
-	dir := ClusterDir(cfg, namespace, release)
-	fs = &FileSet{Files: map[string][]byte{}}
-	for _, name := range existing {
-		if strings.HasPrefix(name, SecretFilePrefix) {
-			removed = append(removed, name)
-			fs.Deletes = append(fs.Deletes, path.Join(dir, name))
-		}
-	}
-	b, err := MarshalObject(unfinishedDelete(release))
-	if err != nil {
-		return nil, nil, err
-	}
-	fs.Files[path.Join(dir, KustomizationFile)] = b
-	return fs, removed, nil
-}
-
-// DeletePhaseAnnotation marks the kustomization.yaml of a directory in the second phase of
-// a delete (see SecretsRemoved), with the value "secrets-removed".
-const DeletePhaseAnnotation = "magnum-gitops.io/delete-phase"
-
-// unfinishedDelete is the kustomization.yaml of a directory in the second phase of a
-// delete: it lists nothing. kustomize refuses a Kustomization that has no field at all
-// ("kustomization.yaml is empty", and with it the whole Flux Kustomization), so its
-// metadata says what the directory is waiting for: the Secrets left Git, and magnum-gitops
-// deletes them from the management cluster, then the directory.
-func unfinishedDelete(release string) *kustypes.Kustomization {
-	k := kustomization(nil, "")
-	k.MetaData = &kustypes.ObjectMeta{Name: release, Annotations: map[string]string{
-		DeletePhaseAnnotation: "secrets-removed"}}
-	return k
-}
-
-// secondPhase reports whether a cluster directory is in the second phase of its delete: a
-// kustomization.yaml that lists neither Secrets nor a HelmRelease (or Application).
-func secondPhase(existing []string, deployFile string) bool {
-	k, deployed := false, false
-	for _, name := range existing {
-		switch {
-		case name == KustomizationFile:
-			k = true
-		case name == deployFile, strings.HasPrefix(name, SecretFilePrefix):
-			deployed = true
-		}
-	}
-	return k && !deployed
 }
 
 func sourceFile(o Object) string {

@@ -6,12 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"text/template"
 	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/magnum"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
@@ -201,126 +199,3 @@ func (s *GitSink) Resync(ctx context.Context, p *Pipeline, pl *Plan) (*Outcome, 
 	out.setResult(gr)
 	return out, nil
 }
-
-// RemoveSecrets commits the first step of a delete's second phase, once the CAPI Cluster
-// is gone: the Secret files leave the cluster's directory (generator.SecretsRemoved), and
-// the directory stays, saying in Git that the delete is unfinished. It returns the names
-// of the Secrets the directory held (Flux does not prune them: they carry the prune
-// guard) and the commit; none and "" when the Secret files had left already.
-func (s *GitSink) RemoveSecrets(ctx context.Context, cfg *generator.Config, rec ClusterRecord) (secrets []string, commit string, err error) {
-	names, err := s.Repo.ListDir(generator.ClusterDir(cfg, rec.Namespace, rec.StackID))
-	if err != nil {
-		return nil, "", stepError("read", err)
-	}
-	fs, removed, err := generator.SecretsRemoved(cfg, rec.Namespace, rec.StackID, names)
-	if err != nil || len(removed) == 0 {
-		return nil, "", stepError("encode", err)
-	}
-	for _, f := range removed {
-		suffix, _ := generator.SecretSuffix(f)
-		secrets = append(secrets, magnum.ResourceName(rec.StackID, suffix))
-	}
-	change := gitrepo.Change{Files: fs.Files,
-		Subject: fmt.Sprintf("magnum: remove the Secrets of deleted cluster %s (%s) in project %s", rec.Event.Cluster.Name, rec.StackID, rec.Event.Cluster.ProjectID),
-		Body: "The CAPI Cluster is gone, so its credentials and CA Secrets leave the repository.\n" +
-			"They carry kustomize.toolkit.fluxcd.io/prune: disabled, so Flux only drops them from its\n" +
-			"inventory: magnum-gitops deletes them from the management cluster once Flux has applied\n" +
-			"this commit, then removes what is left of the directory.",
-		Trailers: deleteTrailers(rec, OperationRemoveSecrets, gitrepo.Trailer{Key: TrailerSecrets, Value: strings.Join(secrets, ", ")})}
-	for _, f := range fs.Deletes {
-		change.Files[f] = nil
-	}
-	gr, err := s.Repo.Apply(ctx, change)
-	if err != nil {
-		return nil, "", stepError("push", err)
-	}
-	if !gr.NoOp {
-		commit = gr.Commit.String()
-	}
-	return secrets, commit, nil
-}
-
-// FinishDelete commits the end of a delete: what is left of the cluster's directory (an
-// empty kustomization.yaml and the record) leaves Git, once the Secrets are gone from the
-// management cluster. The commit is "" when the directory had left already.
-func (s *GitSink) FinishDelete(ctx context.Context, cfg *generator.Config, rec ClusterRecord) (commit string, err error) {
-	files, err := s.Repo.ListFiles(generator.ClusterDir(cfg, rec.Namespace, rec.StackID))
-	if err != nil || len(files) == 0 {
-		return "", stepError("read", err)
-	}
-	change := gitrepo.Change{Files: map[string][]byte{},
-		Subject:  fmt.Sprintf("magnum: deleted cluster %s (%s) in project %s is gone", rec.Event.Cluster.Name, rec.StackID, rec.Event.Cluster.ProjectID),
-		Body:     "Its Secrets were deleted from the management cluster; the rest of its directory goes.",
-		Trailers: deleteTrailers(rec, OperationDeleteComplete)}
-	for _, f := range files {
-		change.Files[f] = nil
-	}
-	gr, err := s.Repo.Apply(ctx, change)
-	if err != nil {
-		return "", stepError("push", err)
-	}
-	if !gr.NoOp {
-		commit = gr.Commit.String()
-	}
-	return commit, nil
-}
-
-func deleteTrailers(rec ClusterRecord, op string, more ...gitrepo.Trailer) []gitrepo.Trailer {
-	return append([]gitrepo.Trailer{
-		{Key: TrailerClusterUUID, Value: rec.Event.Cluster.UUID},
-		{Key: TrailerOperation, Value: op},
-		{Key: TrailerProject, Value: rec.Event.Cluster.ProjectID},
-		{Key: TrailerStackID, Value: rec.StackID},
-	}, more...)
-}
-
-// SecretsRemoval finds the commit of RemoveSecrets for a cluster in the newest
-// LedgerHistory commits, with the Secret names it recorded: a service that did not make
-// it (restarted, or newly elected) needs both to finish the delete. When no such commit
-// is that recent, commit is "" and secrets are every name the generator may have written.
-func SecretsRemoval(ctx context.Context, repo *gitrepo.Repo, rec ClusterRecord) (commit string, secrets []string, err error) {
-	n := 0
-	err = repo.Walk(ctx, func(c gitrepo.CommitInfo) error {
-		if n++; n > LedgerHistory {
-			return gitrepo.ErrStopWalk
-		}
-		if op, _ := c.Trailer(TrailerOperation); op != OperationRemoveSecrets {
-			return nil
-		}
-		if id, _ := c.Trailer(TrailerClusterUUID); id != rec.Event.Cluster.UUID {
-			return nil
-		}
-		commit = c.Hash.String()
-		if list, _ := c.Trailer(TrailerSecrets); list != "" {
-			secrets = strings.Split(list, ", ")
-		}
-		return gitrepo.ErrStopWalk
-	})
-	if err != nil {
-		return "", nil, err
-	}
-	if secrets == nil {
-		secrets = allSecretNames(rec.StackID)
-	}
-	return commit, secrets, nil
-}
-
-// allSecretNames is every Secret name the generator may write for a cluster.
-func allSecretNames(stackID string) []string {
-	out := make([]string, len(generator.SecretSuffixes))
-	for i, s := range generator.SecretSuffixes {
-		out[i] = magnum.ResourceName(stackID, s)
-	}
-	return out
-}
-
-// The Magnum-Operation trailers of the delete's second phase: the Secret files leave
-// Git, then, once the Secrets are deleted from the management cluster, the directory.
-const (
-	OperationRemoveSecrets  = "delete_cluster_secrets"
-	OperationDeleteComplete = "delete_cluster_complete"
-)
-
-// TrailerSecrets lists, on the commit that removed a deleted cluster's Secret files, the
-// names of those Secrets.
-const TrailerSecrets = "Magnum-Secrets"

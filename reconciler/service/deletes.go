@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,17 +22,10 @@ type removal struct {
 	commit  string // "" when the commit is out of reach: Flux applied it long ago
 }
 
-// deletes runs the second phase of every delete whose CAPI Cluster is gone. Never
-// earlier: while the Cluster exists, CAPO and the janitor need the Secrets. Each step is
-// read back from Git, so a restarted or newly elected leader carries on where the last
-// one stopped:
-//
-//  1. the Secret files leave the cluster's directory (its kustomization.yaml then lists
-//     nothing), and Flux drops them from its inventory; their prune guard keeps them in
-//     the management cluster;
-//  2. once Flux has applied that commit, the Secrets are deleted through the API server
-//     (and the application credential, with OnSecretsRemoved);
-//  3. the rest of the directory (the record) leaves Git, and the cluster is forgotten.
+// deletes takes every deleted cluster through the phases of generator.DeletePhase, as far
+// as it can now. The Secrets leave only once the CAPI Cluster is gone: until then CAPO and
+// the janitor need them. Each phase is read back from Git, so a restarted or newly elected
+// leader carries on where the last one stopped.
 func (s *Service) deletes(ctx context.Context) {
 	for _, rec := range s.clusters.All() {
 		if rec.Event.Operation != v1alpha1.DeleteCluster {
@@ -45,29 +37,27 @@ func (s *Service) deletes(ctx context.Context) {
 	}
 }
 
-// finishDelete takes a deleted cluster one step further, as far as it can now.
+// finishDelete takes a deleted cluster one phase further, as far as it can now.
 func (s *Service) finishDelete(ctx context.Context, rec reconciler.ClusterRecord) error {
 	uuid := rec.Event.Cluster.UUID
 	names, err := s.o.Sink.Repo.ListDir(generator.ClusterDir(s.o.Pipeline.Config, rec.Namespace, rec.StackID))
 	if err != nil {
 		return fmt.Errorf("reading git: %w", err)
 	}
-	s.mu.Lock()
-	rm, known := s.removed[uuid]
-	s.mu.Unlock()
-	secretFiles := false
-	for _, n := range names {
-		secretFiles = secretFiles || strings.HasPrefix(n, generator.SecretFilePrefix)
-	}
-	if (secretFiles || len(names) == 0) && !s.judge.evaluate(ctx, rec).SecretsRemovable {
+	switch generator.DeletePhaseOf(names, s.o.Pipeline.Config.DeployFile()) {
+	case generator.DeleteNotStarted:
+		return nil // the delete_cluster commit is not on the branch yet
+	case generator.DeleteDone:
+		// Finished by another replica, or a cluster that never had Secrets in Git; asked
+		// first, so that a delete whose commit is still on its way is not forgotten.
+		if s.judge.evaluate(ctx, rec).SecretsRemovable {
+			s.forget(uuid)
+		}
 		return nil
-	}
-	switch {
-	case len(names) == 0:
-		// Finished by another replica, or a cluster that never had Secrets in Git.
-		s.forget(uuid)
-		return nil
-	case secretFiles:
+	case generator.DeleteAwaitingCluster:
+		if !s.judge.evaluate(ctx, rec).SecretsRemovable {
+			return nil // the CAPI Cluster still needs them
+		}
 		secrets, commit, err := s.o.Sink.RemoveSecrets(ctx, s.o.Pipeline.Config, rec)
 		if err != nil {
 			return fmt.Errorf("removing its Secret files from git: %w", err)
@@ -80,7 +70,20 @@ func (s *Service) finishDelete(ctx context.Context, rec reconciler.ClusterRecord
 			s.mu.Unlock()
 		}
 		return nil // Flux has not applied it yet
-	case !known:
+	}
+	return s.removeSecrets(ctx, rec)
+}
+
+// removeSecrets finishes a delete in DeleteSecretsRemoved: once Flux has applied the
+// commit that took the Secret files out of Git (it would put them back before), the
+// Secrets are deleted from the management cluster, then the application credential
+// (OnSecretsRemoved), then the directory leaves Git.
+func (s *Service) removeSecrets(ctx context.Context, rec reconciler.ClusterRecord) error {
+	uuid := rec.Event.Cluster.UUID
+	s.mu.Lock()
+	rm, known := s.removed[uuid]
+	s.mu.Unlock()
+	if !known {
 		commit, secrets, err := reconciler.SecretsRemoval(ctx, s.o.Sink.Repo, rec)
 		if err != nil {
 			return fmt.Errorf("reading git history: %w", err)
@@ -93,8 +96,8 @@ func (s *Service) finishDelete(ctx context.Context, rec reconciler.ClusterRecord
 	if _, done, _ := s.judge.applied(rm.rec.Namespace, rm.commit); rm.commit != "" && !done {
 		return nil // Flux would put them back
 	}
-	// Asked again just before: a Cluster may have come since the Secret files left Git
-	// (Flux applying a create late), and it needs them until it is gone.
+	// Asked just before: a Cluster may have come since the Secret files left Git (Flux
+	// applying a create late), and it needs them until it is gone.
 	if !s.judge.evaluate(ctx, rec).SecretsRemovable {
 		return nil
 	}
