@@ -46,3 +46,10 @@ func ReadRecord(data []byte) (*v1alpha1.ClusterEvent, error) {
 	}
 	return ev, nil
 }
+
+// sameEvent reports whether a record read back (in whatever encoding it was written) holds
+// the event whose record is want: the one rule for "the same event" of records.
+func sameEvent(rec *v1alpha1.ClusterEvent, want []byte) bool {
+	again, err := Record(rec)
+	return err == nil && bytes.Equal(again, want)
+}
