@@ -21,7 +21,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
-func event(t *testing.T, name string) *v1alpha1.ClusterEvent {
+func event(t testing.TB, name string) *v1alpha1.ClusterEvent {
 	t.Helper()
 	data, err := fixtures.Events.ReadFile("events/" + name)
 	if err != nil {
