@@ -214,6 +214,15 @@ func MarshalObject(obj any) ([]byte, error) {
 	return marshalObjectReference(obj)
 }
 
+// MarshalObjectJSON is MarshalObject for an object's JSON as encoding/json.Marshal gives
+// it, for a caller that has it already (the service's digest gate hashes it).
+func MarshalObjectJSON(j []byte) ([]byte, error) {
+	if b, err := marshalFastJSON(j, true); err == nil {
+		return b, nil
+	}
+	return referenceFromJSON(j)
+}
+
 // marshalObjectReference is the reference serialiser: the typed object to JSON, a JSON
 // map without creationTimestamp and an empty status, JSON again, and
 // sigs.k8s.io/yaml.JSONToYAML (go.yaml.in/yaml/v2 unmarshal and marshal).
@@ -222,6 +231,11 @@ func marshalObjectReference(obj any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return referenceFromJSON(j)
+}
+
+// referenceFromJSON is marshalObjectReference from the object's JSON.
+func referenceFromJSON(j []byte) ([]byte, error) {
 	var m map[string]any
 	d := json.NewDecoder(bytes.NewReader(j))
 	d.UseNumber()

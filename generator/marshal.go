@@ -135,7 +135,19 @@ func marshalFast(obj any, clean bool) ([]byte, error) {
 	if err := m.enc.Encode(obj); err != nil {
 		return nil, err
 	}
-	m.data = m.js.Bytes()
+	return m.yaml(m.js.Bytes(), clean)
+}
+
+// marshalFastJSON is marshalFast for an object already encoded by encoding/json.
+func marshalFastJSON(j []byte, clean bool) ([]byte, error) {
+	m := fastPool.Get().(*fastMarshaler)
+	defer m.release()
+	return m.yaml(j, clean)
+}
+
+// yaml writes the JSON document data as YAML.
+func (m *fastMarshaler) yaml(data []byte, clean bool) ([]byte, error) {
+	m.data = data
 	if len(m.data) > maxFastJSON {
 		return nil, errSlowPath
 	}

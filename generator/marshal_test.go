@@ -105,6 +105,11 @@ func TestMarshalObjectMatchesReference(t *testing.T) {
 		if got, _ := MarshalObject(obj); !bytes.Equal(got, want) {
 			t.Errorf("%s: MarshalObject differs from the reference", id)
 		}
+		if j, err := json.Marshal(obj); err != nil {
+			t.Fatal(err)
+		} else if got, _ := MarshalObjectJSON(j); !bytes.Equal(got, want) {
+			t.Errorf("%s: MarshalObjectJSON differs from the reference", id)
+		}
 		want, err = yaml.Marshal(obj)
 		if err != nil {
 			t.Fatalf("%s: yaml.Marshal: %v", id, err)

@@ -19,9 +19,10 @@ type deployed struct {
 	chartVersion string
 }
 
-// readDeployed reads and parses a cluster directory's HelmRelease or Application once per
-// plan; nil when there is none.
-func readDeployed(tree Tree, dir string) (*deployed, error) {
+// readDeployed reads a cluster directory's HelmRelease or Application once per plan; nil
+// when there is none. The gate knows the JSON of a file it wrote or kept, so only a file
+// written by someone else is parsed as YAML.
+func readDeployed(tree Tree, dir string, g *Gate) (*deployed, error) {
 	for _, f := range []string{generator.HelmReleaseFile, generator.ApplicationFile} {
 		b, ok, err := tree.ReadFile(path.Join(dir, f))
 		if err != nil {
@@ -30,41 +31,57 @@ func readDeployed(tree Tree, dir string) (*deployed, error) {
 		if !ok {
 			continue
 		}
-		var doc struct {
-			Spec struct {
-				Values json.RawMessage `json:"values"`
-				Chart  struct {
-					Spec struct {
-						Version string `json:"version"`
-					} `json:"spec"`
-				} `json:"chart"`
-				Source struct {
-					TargetRevision string `json:"targetRevision"`
-					Helm           struct {
-						ValuesObject json.RawMessage `json:"valuesObject"`
-					} `json:"helm"`
-				} `json:"source"`
-			} `json:"spec"`
-		}
-		if err := yaml.Unmarshal(b, &doc); err != nil {
+		d, err := parseDeployed(b, g.jsonOf(b))
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path.Join(dir, f), err)
-		}
-		d := &deployed{chartVersion: doc.Spec.Chart.Spec.Version}
-		if d.chartVersion == "" {
-			d.chartVersion = doc.Spec.Source.TargetRevision
-		}
-		raw := doc.Spec.Values
-		if strings.TrimSpace(string(raw)) == "" {
-			raw = doc.Spec.Source.Helm.ValuesObject
-		}
-		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &d.values); err != nil {
-				return nil, fmt.Errorf("%s: %w", path.Join(dir, f), err)
-			}
 		}
 		return d, nil
 	}
 	return nil, nil
+}
+
+// parseDeployed reads the chart version and values of a HelmRelease or Application file
+// b, from its JSON j when known.
+func parseDeployed(b, j []byte) (*deployed, error) {
+	var doc struct {
+		Spec struct {
+			Values json.RawMessage `json:"values"`
+			Chart  struct {
+				Spec struct {
+					Version string `json:"version"`
+				} `json:"spec"`
+			} `json:"chart"`
+			Source struct {
+				TargetRevision string `json:"targetRevision"`
+				Helm           struct {
+					ValuesObject json.RawMessage `json:"valuesObject"`
+				} `json:"helm"`
+			} `json:"source"`
+		} `json:"spec"`
+	}
+	var err error
+	if j != nil {
+		err = json.Unmarshal(j, &doc)
+	} else {
+		err = yaml.Unmarshal(b, &doc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := &deployed{chartVersion: doc.Spec.Chart.Spec.Version}
+	if d.chartVersion == "" {
+		d.chartVersion = doc.Spec.Source.TargetRevision
+	}
+	raw := doc.Spec.Values
+	if strings.TrimSpace(string(raw)) == "" {
+		raw = doc.Spec.Source.Helm.ValuesObject
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &d.values); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // upgradeState is what the generator's upgrade rules compare a render with: the chart

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"path"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,10 @@ import (
 // (several versions of each), some 30 MB. A full gate starts again empty, and the next
 // plan of each cluster serialises once more.
 const gateSize = 1 << 18
+
+// jsonSize bounds the deploy files whose JSON a Gate keeps (a few KB each): the clusters
+// written most recently, which are the ones the next events change.
+const jsonSize = 1 << 12
 
 // Gate decides that an object is unchanged by a digest of the object instead of by
 // serialising it: most plans (every cluster of a resync, every group of a scale event)
@@ -30,6 +35,10 @@ type Gate struct {
 	// known maps an input digest (an object's JSON, with what its encoding depends on) to
 	// the SHA-256 of a file that holds it.
 	known map[[sha256.Size]byte][sha256.Size]byte
+	// json maps the SHA-256 of a HelmRelease or Application file to the object's JSON: the
+	// next change of that cluster compares itself with what is deployed (upgrade rules, the
+	// commit message) without parsing the file's YAML.
+	json map[[sha256.Size]byte][]byte
 }
 
 // objects returns the serialiser a plan hands to generator.FileOptions.Marshal: the
@@ -38,22 +47,46 @@ func (g *Gate) objects(tree Tree) func(path string, obj any) ([]byte, error) {
 	if g == nil {
 		return nil
 	}
-	return func(path string, obj any) ([]byte, error) {
+	return func(file string, obj any) ([]byte, error) {
 		j, err := json.Marshal(obj)
 		if err != nil {
 			return nil, err
 		}
 		in := sha256.Sum256(j)
-		if have, ok := g.held(tree, path, in); ok {
-			return have, nil
+		b, ok := g.held(tree, file, in)
+		if !ok {
+			if b, err = generator.MarshalObjectJSON(j); err != nil {
+				return nil, err
+			}
+			g.remember(in, b)
 		}
-		b, err := generator.MarshalObject(obj)
-		if err != nil {
-			return nil, err
+		if base := path.Base(file); base == generator.HelmReleaseFile || base == generator.ApplicationFile {
+			g.rememberJSON(b, j)
 		}
-		g.remember(in, b)
 		return b, nil
 	}
+}
+
+// rememberJSON notes that the deploy file b holds the object whose JSON is j.
+func (g *Gate) rememberJSON(b, j []byte) {
+	sum := sha256.Sum256(b)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.json == nil || len(g.json) >= jsonSize {
+		g.json = make(map[[sha256.Size]byte][]byte)
+	}
+	g.json[sum] = j
+}
+
+// jsonOf returns the JSON of the object the deploy file b holds, when the gate knows it.
+func (g *Gate) jsonOf(b []byte) []byte {
+	if g == nil {
+		return nil
+	}
+	sum := sha256.Sum256(b)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.json[sum]
 }
 
 // secrets wraps a Secret encoder: a Secret whose plaintext, under the same encoding, is

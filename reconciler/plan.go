@@ -90,7 +90,7 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	// rules hold trivially. Skipping the parse halves a resync of unchanged clusters.
 	old := res.Values
 	if deployedChanged(pl, dir) {
-		dep, err := readDeployed(tree, dir)
+		dep, err := readDeployed(tree, dir, p.Gate)
 		if err != nil {
 			return nil, stepError("diff", err)
 		}

@@ -1,0 +1,60 @@
+package reconciler
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/fixtures"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+)
+
+// TestParseDeployedFromJSON: what is deployed reads the same from the object's JSON (the
+// gate's memory of a file it wrote) as from the file's YAML, for a HelmRelease and an
+// Argo CD Application.
+func TestParseDeployedFromJSON(t *testing.T) {
+	t.Parallel()
+	data, err := fixtures.Events.ReadFile("events/01-prod-a-create.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := v1alpha1.DecodeEvent(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{generator.FormatFlux, generator.FormatArgo} {
+		cfg := generator.DefaultConfig()
+		cfg.Format = format
+		res, err := generator.Render(ev, &cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj any = res.Objects.HelmRelease
+		if res.Objects.Application != nil {
+			obj = res.Objects.Application.Object
+		}
+		j, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := generator.MarshalObject(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromYAML, err := parseDeployed(b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromJSON, err := parseDeployed(b, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fromYAML.chartVersion == "" || len(fromYAML.values) == 0 {
+			t.Fatalf("%s: nothing read from the YAML: %+v", format, fromYAML)
+		}
+		if !reflect.DeepEqual(fromYAML, fromJSON) {
+			t.Errorf("%s: from the JSON %+v, from the YAML %+v", format, fromJSON, fromYAML)
+		}
+	}
+}
