@@ -4,7 +4,7 @@ import "github.com/magnum-gitops/magnum-gitops/internal/byteset"
 
 // Hand-written forms of the regexps every render runs (the name checks are in names.go),
 // as sets of internal/byteset: run a few dozen times per render, the regexp machinery
-// (backtracker, one-pass matcher, the copies of ReplaceAllString) was a tenth of
+// (backtracker, one-pass matcher, the copies of ReplaceAllString) costs a tenth of
 // BenchmarkRenderValues. charset_test.go holds each equal to its regexp over a table and
 // by fuzzing.
 

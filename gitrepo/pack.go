@@ -43,11 +43,11 @@ type packer struct {
 	count int
 	at    map[plumbing.Hash]packed
 	trees map[plumbing.Hash]map[string]span // the entries of roots that are trees
-	// Level 1: the remote inflates at the same cost whatever the level, and packing a
-	// group took a quarter less time (BenchmarkPack 22 → 16 ms) for a pack ~5 % larger
-	// than at the default level. One writer of each kind serves every entry. klauspost's
-	// zlib writes the same format as the standard library's for a quarter less CPU
-	// (BenchmarkPack 7.2–8.1 → 6.0–6.6 ms, the pack 0.5 % larger).
+	// Level 1: the remote inflates at the same cost whatever the level, and a group packs
+	// in a quarter less time than at the default level for a pack ~5 % larger
+	// (BenchmarkPack). One writer of each kind serves every entry. klauspost's zlib
+	// writes the same format as the standard library's for a sixth less CPU, the pack
+	// 0.5 % larger.
 	z, stored *zlib.Writer
 }
 

@@ -231,8 +231,8 @@ func (b *treeBuilder) write(t *object.Tree, old plumbing.Hash) (plumbing.Hash, e
 
 // encodeTree is the canonical encoding of sorted entries, byte for byte what
 // object.Tree.Encode writes. That formats every entry's mode with fmt, and a group
-// rewrites the 500-entry namespace list once per commit (BenchmarkGroup: 0.88× the time
-// with this).
+// rewrites the 500-entry namespace list once per commit, where the formatting shows in
+// BenchmarkGroup.
 func encodeTree(entries []object.TreeEntry) []byte {
 	n := 0
 	for _, e := range entries {

@@ -31,7 +31,7 @@ func SanitizedName(s string, suffix ...string) string {
 
 // dashRuns replaces each run of bytes outside [a-z0-9] with one "-": the regexp
 // [^a-z0-9]+ byte for byte (a multi-byte rune is inside one run either way), without the
-// regexp machinery, which was a tenth of a render. s is returned as is when no run changes
+// regexp machinery, which costs a tenth of a render. s is returned as is when no run changes
 // (every run is a lone "-"), as for names already sanitized, which saves the copy.
 func dashRuns(s string) string {
 	i := 0
