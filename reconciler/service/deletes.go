@@ -71,14 +71,14 @@ func (s *Service) finishDelete(ctx context.Context, rec reconciler.ClusterRecord
 		}
 		return nil // Flux has not applied it yet
 	}
-	return s.removeSecrets(ctx, rec)
+	return s.deleteRemovedSecrets(ctx, rec)
 }
 
-// removeSecrets finishes a delete in DeleteSecretsRemoved: once Flux has applied the
+// deleteRemovedSecrets finishes a delete in DeleteSecretsRemoved: once Flux has applied the
 // commit that took the Secret files out of Git (it would put them back before), the
 // Secrets are deleted from the management cluster, then the application credential
 // (OnSecretsRemoved), then the directory leaves Git.
-func (s *Service) removeSecrets(ctx context.Context, rec reconciler.ClusterRecord) error {
+func (s *Service) deleteRemovedSecrets(ctx context.Context, rec reconciler.ClusterRecord) error {
 	uuid := rec.Event.Cluster.UUID
 	s.mu.Lock()
 	rm, known := s.removed[uuid]
