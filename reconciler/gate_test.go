@@ -29,6 +29,21 @@ func (t mapTree) ListDir(dir string) ([]string, error) {
 	return names, nil
 }
 
+// written renders ev with p and plans it against an empty repository: the result, the
+// plan, and a repository that holds what the plan wrote.
+func written(t testing.TB, p *reconciler.Pipeline, ev *v1alpha1.ClusterEvent) (*generator.Result, *reconciler.Plan, mapTree) {
+	t.Helper()
+	res, err := p.Render(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := p.Plan(ev, res, reconciler.EmptyTree{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, pl, mapTree(maps.Clone(pl.Changes))
+}
+
 // sameArray reports whether a and b are the same bytes in memory, not only equal ones.
 func sameArray(a, b []byte) bool { return len(a) > 0 && len(b) == len(a) && &a[0] == &b[0] }
 
@@ -36,7 +51,6 @@ func sameArray(a, b []byte) bool { return len(a) > 0 && len(b) == len(a) && &a[0
 // bytes, serialises what changed, and never rewrites a record for its encoding alone.
 func TestGate(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	create := event(t, "01-prod-a-create.yaml")
 	yamlRecord := func(ev *v1alpha1.ClusterEvent) []byte {
 		c := *ev
@@ -89,15 +103,7 @@ func TestGate(t *testing.T) {
 			t.Parallel()
 			cfg := generator.DefaultConfig()
 			p := &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t), Gate: &reconciler.Gate{}}
-			res, err := p.Render(ctx, create)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, err := p.Plan(create, res, reconciler.EmptyTree{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tree := mapTree(maps.Clone(first.Changes))
+			res, first, tree := written(t, p, create)
 			dir := generator.ClusterDir(&cfg, res.Namespace, res.ReleaseName)
 			hr, record := path.Join(dir, generator.HelmReleaseFile), path.Join(dir, reconciler.RecordFile)
 			if tc.edit != nil {
@@ -152,20 +158,11 @@ func TestGate(t *testing.T) {
 // decrypted or encrypted again, and only for the recipients it was written for.
 func TestGateSecrets(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	create := event(t, "01-prod-a-create.yaml")
 	cfg := generator.DefaultConfig()
 	gate := &reconciler.Gate{}
 	p := &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t), Gate: gate}
-	res, err := p.Render(ctx, create)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := p.Plan(create, res, reconciler.EmptyTree{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := mapTree(maps.Clone(first.Changes))
+	res, _, tree := written(t, p, create)
 	var secrets []string
 	for f := range tree {
 		if _, ok := generator.SecretSuffix(path.Base(f)); ok {

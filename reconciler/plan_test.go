@@ -2,7 +2,6 @@ package reconciler_test
 
 import (
 	"context"
-	"maps"
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -21,15 +20,7 @@ func BenchmarkPlanUnchanged(b *testing.B) {
 		name := map[bool]string{true: "gate", false: "serialise"}[gated]
 		b.Run(name, func(b *testing.B) {
 			p := &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(b), Gate: &reconciler.Gate{}}
-			res, err := p.Render(ctx, ev)
-			if err != nil {
-				b.Fatal(err)
-			}
-			first, err := p.Plan(ev, res, reconciler.EmptyTree{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			tree := mapTree(maps.Clone(first.Changes))
+			_, _, tree := written(b, p, ev)
 			if !gated {
 				p.Gate = nil
 			}
