@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
@@ -36,11 +37,11 @@ is opened when a forge is configured.`,
 
 func runApply(cmd *cobra.Command, filename, configFile string, insecurePlaintext bool) error {
 	ctx := cmd.Context()
-	file, err := loadConfig(configFile)
+	file, err := config.Load(configFile)
 	if err != nil {
 		return err
 	}
-	p, err := file.pipeline(insecurePlaintext)
+	p, err := pipeline(file, insecurePlaintext)
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func runApply(cmd *cobra.Command, filename, configFile string, insecurePlaintext
 	if err != nil {
 		return err
 	}
-	sink, err := file.gitSink(ctx)
+	sink, err := gitSink(ctx, file)
 	if err != nil {
 		return err
 	}

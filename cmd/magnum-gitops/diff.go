@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
@@ -47,11 +48,11 @@ Exit status: 0 when the repository already holds the event, 1 when it would chan
 }
 
 func (o *diffOptions) run(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
-	file, err := loadConfig(o.configFile)
+	file, err := config.Load(o.configFile)
 	if err != nil {
 		return err
 	}
-	p, err := file.pipeline(o.insecurePlaintext)
+	p, err := pipeline(file, o.insecurePlaintext)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func (o *diffOptions) run(ctx context.Context, stdin io.Reader, stdout io.Writer
 		defer done()
 		tree = t
 	} else {
-		sink, err := file.gitSink(ctx)
+		sink, err := gitSink(ctx, file)
 		if err != nil {
 			return err
 		}

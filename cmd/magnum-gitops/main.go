@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 
 	"github.com/spf13/cobra"
 )
@@ -43,7 +44,7 @@ func cobraInputError(err error) bool {
 }
 
 // noArgs is cobra.NoArgs whose refusal is bad input (exit 2).
-func noArgs(cmd *cobra.Command, args []string) error { return configError(cobra.NoArgs(cmd, args)) }
+func noArgs(cmd *cobra.Command, args []string) error { return config.Invalid(cobra.NoArgs(cmd, args)) }
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -57,7 +58,7 @@ the Cluster API management cluster.`,
 		SilenceErrors: true,
 	}
 	// A bad flag or argument is bad input (exit 2), as a bad event or configuration is.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return configError(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return config.Invalid(err) })
 	root.AddCommand(newRenderCommand(), newApplyCommand(), newDiffCommand(), newServeCommand(), newResyncCommand(), newStatusCommand(), newDemoCommand())
 	return root
 }

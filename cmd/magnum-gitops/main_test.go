@@ -14,6 +14,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 )
@@ -156,15 +157,10 @@ func TestRenderBadInputWritesNothing(t *testing.T) {
 	}
 }
 
-func TestConfig(t *testing.T) {
+// TestDeployedConfig: the service's ConfigMap in deploy/ holds a configuration that loads
+// and whose SOPS recipients the encrypter takes.
+func TestDeployedConfig(t *testing.T) {
 	t.Parallel()
-	if _, err := loadConfig("../../docs/magnum-gitops.example.yaml"); err != nil {
-		t.Errorf("the documented example does not load: %v", err)
-	}
-	if _, err := loadConfig("../../fixtures/config/site-overlay.yaml"); err != nil {
-		t.Error(err)
-	}
-	// The service's ConfigMap in deploy/ holds a configuration that loads.
 	cm, err := os.ReadFile("../../deploy/service/config.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -177,40 +173,12 @@ func TestConfig(t *testing.T) {
 	}
 	deployed := filepath.Join(t.TempDir(), "deployed.yaml")
 	os.WriteFile(deployed, []byte(doc.Data["config.yaml"]), 0o644)
-	if c, err := loadConfig(deployed); err != nil || c.Serve.Listen != "0.0.0.0:8080" {
+	if c, err := config.Load(deployed); err != nil || c.Serve.Listen != "0.0.0.0:8080" {
 		t.Errorf("deploy/service/config.yaml: %v", err)
 	} else if c.Flux.Layout != generator.LayoutPerNamespace || c.Flux.Git.URL != c.Git.URL {
 		t.Errorf("deploy/service/config.yaml: layout %q fetching %q, want per-namespace fetching git.url", c.Flux.Layout, c.Flux.Git.URL)
 	} else if _, err := sopsenc.New(sopsenc.Options{AgeRecipients: c.Sops.AgeRecipients, DigestKey: make([]byte, 32)}); err != nil {
 		t.Errorf("deploy/service/config.yaml sops.age_recipients: %v", err)
-	}
-	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	os.WriteFile(bad, []byte("magnum:\n  capi_helm:\n    namespace_prefx: x\n"), 0o644)
-	if _, err := loadConfig(bad); err == nil || !strings.Contains(err.Error(), `unknown field "magnum.capi_helm.namespace_prefx"`) &&
-		!strings.Contains(err.Error(), "namespace_prefx") {
-		t.Errorf("misspelt option: %v", err)
-	}
-	conf := filepath.Join(t.TempDir(), "magnum.conf")
-	os.WriteFile(conf, []byte("[capi_helm]\nnamespace_prefix = mgmt\ndefault_helm_chart_version = 0.24.1\n[cinder_client]\nregion_name = R9\n"), 0o644)
-	withConf := filepath.Join(t.TempDir(), "c.yaml")
-	os.WriteFile(withConf, []byte("magnum_conf: "+conf+"\nmagnum:\n  capi_helm:\n    default_helm_chart_version: 0.27.0\n"), 0o644)
-	if c, err := loadConfig(withConf); err != nil || c.Magnum.CapiHelm.NamespacePrefix != "mgmt" ||
-		c.Magnum.CapiHelm.DefaultHelmChartVersion != "0.27.0" || c.Magnum.CinderClient.RegionName != "R9" {
-		t.Errorf("magnum_conf then YAML: %+v %v", c.Magnum.CapiHelm, err)
-	}
-	os.WriteFile(bad, []byte("flux:\n  interval: soon\n"), 0o644)
-	if _, err := loadConfig(bad); err == nil || !strings.Contains(err.Error(), "flux.interval: must be a duration") {
-		t.Errorf("bad duration: %v", err)
-	}
-	// The per-namespace layout's GitRepositories fetch git.url unless flux.git says otherwise.
-	layout := filepath.Join(t.TempDir(), "layout.yaml")
-	os.WriteFile(layout, []byte("flux:\n  layout: per-namespace\ngit:\n  url: https://git.example.org/c.git\n  branch: clusters\n"), 0o644)
-	if c, err := loadConfig(layout); err != nil || c.Flux.Git.URL != "https://git.example.org/c.git" || c.Flux.Git.Branch != "clusters" {
-		t.Errorf("per-namespace layout from git.url: %+v %v", c.Flux.Git, err)
-	}
-	os.WriteFile(layout, []byte("flux:\n  layout: per-namespace\n"), 0o644)
-	if _, err := loadConfig(layout); err == nil || !strings.Contains(err.Error(), "flux.git.url") {
-		t.Errorf("per-namespace layout without a repository: %v", err)
 	}
 }
 

@@ -2,16 +2,18 @@ package main
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
 // pipeline builds the reconciler pipeline of a configuration: the generator's settings,
 // the CA bundle resolver, and the Secret policy (--insecure-plaintext-secrets allows
 // plaintext only where no SOPS recipient is configured).
-func (f *fileConfig) pipeline(insecurePlaintext bool) (*reconciler.Pipeline, error) {
-	enc, err := f.Sops.encrypter()
+func pipeline(f *config.File, insecurePlaintext bool) (*reconciler.Pipeline, error) {
+	enc, err := encrypter(&f.Sops)
 	if err != nil {
 		return nil, err
 	}
@@ -28,11 +30,13 @@ func (f *fileConfig) pipeline(insecurePlaintext bool) (*reconciler.Pipeline, err
 }
 
 // gitSink opens the configured repository.
-func (f *fileConfig) gitSink(ctx context.Context) (*reconciler.GitSink, error) {
-	opts, err := f.Git.options()
+func gitSink(ctx context.Context, f *config.File) (*reconciler.GitSink, error) {
+	opts, err := f.Git.Options()
 	if err != nil {
 		return nil, err
 	}
+	// The on-disk cache heals itself; say so once in the log.
+	opts.Warn = func(msg string) { slog.Warn(msg, "component", "gitrepo") }
 	repo, err := gitrepo.Open(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 
 	"github.com/spf13/cobra"
@@ -67,9 +68,9 @@ func (o *renderOptions) run(ctx context.Context, stdin io.Reader, stdout, stderr
 	switch o.output {
 	case "yaml", "values", "json":
 	default:
-		return configError(fmt.Errorf("--output: unknown format %q (yaml, values, json)", o.output))
+		return config.Invalid(fmt.Errorf("--output: unknown format %q (yaml, values, json)", o.output))
 	}
-	file, err := loadConfig(o.configFile)
+	file, err := config.Load(o.configFile)
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func (o *renderOptions) run(ctx context.Context, stdin io.Reader, stdout, stderr
 			return fmt.Errorf("--format: %w", err)
 		}
 	}
-	p, err := file.pipeline(o.insecurePlaintext)
+	p, err := pipeline(file, o.insecurePlaintext)
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func readInput(stdin io.Reader, name string) ([]byte, error) {
 func decodeInput(stdin io.Reader, name string) (*v1alpha1.ClusterEvent, error) {
 	data, err := readInput(stdin, name)
 	if err != nil {
-		return nil, configError(err) // -f names no readable file: bad input, as --config's would be
+		return nil, config.Invalid(err) // -f names no readable file: bad input, as --config's would be
 	}
 	ev, err := reconciler.Decode(data)
 	if err != nil {

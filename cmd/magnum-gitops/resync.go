@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 )
 
 func newResyncCommand() *cobra.Command {
@@ -31,15 +33,15 @@ commit; Secrets are never re-encrypted. With --dry-run, print the diff instead.`
 }
 
 func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string, dryRun bool) error {
-	file, err := loadConfig(configFile)
+	file, err := config.Load(configFile)
 	if err != nil {
 		return err
 	}
-	p, err := file.pipeline(false)
+	p, err := pipeline(file, false)
 	if err != nil {
 		return err
 	}
-	sink, err := file.gitSink(ctx)
+	sink, err := gitSink(ctx, file)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
@@ -90,32 +91,32 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	case "json":
 		h = slog.NewJSONHandler(stderr, nil)
 	default:
-		return configError(fmt.Errorf("--log-format: unknown format %q (text, json)", o.logFormat))
+		return config.Invalid(fmt.Errorf("--log-format: unknown format %q (text, json)", o.logFormat))
 	}
 	log := slog.New(h)
 	// client-go (leader election, informers) logs through klog, controller-runtime through
 	// its logr sink: both into the same handler, so a JSON log stays JSON.
 	klog.SetSlogLogger(log)
 	ctrllog.SetLogger(logr.FromSlogHandler(h))
-	file, err := loadConfig(o.configFile)
+	file, err := config.Load(o.configFile)
 	if err != nil {
 		return err
 	}
-	p, err := file.pipeline(o.insecurePlaintext)
+	p, err := pipeline(file, o.insecurePlaintext)
 	if err != nil {
 		return err
 	}
-	sink, err := file.gitSink(ctx)
+	sink, err := gitSink(ctx, file)
 	if err != nil {
 		return err
 	}
 	tokens, err := httpapi.ReadTokens(file.Serve.TokenFiles)
 	if err != nil {
-		return configError(err)
+		return config.Invalid(err)
 	}
-	tlsCfg, err := file.Serve.tlsConfig()
+	tlsCfg, err := file.Serve.TLSConfig()
 	if err != nil {
-		return configError(err)
+		return config.Invalid(err)
 	}
 	so := service.Options{Pipeline: p, Sink: sink,
 		Listen: cmp.Or(o.listen, file.Serve.Listen, "127.0.0.1:8080"), OpsListen: file.Serve.OpsListen, TLS: tlsCfg,
@@ -127,7 +128,7 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	rr := file.Serve.ReconcileRequest
 	if o.objectsFile != "" {
 		if rr.Name != "" {
-			return configError(errors.New("serve.reconcile_request: needs a management cluster, not --objects"))
+			return config.Invalid(errors.New("serve.reconcile_request: needs a management cluster, not --objects"))
 		}
 		so.Status = fileSource(o.objectsFile)
 	} else {
@@ -155,7 +156,7 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 
 // shutdownDelayFrom is --shutdown-delay when given, else serve.shutdown_delay when set
 // (0 included), else the default.
-func (o *serveOptions) shutdownDelayFrom(c *serveConfig) time.Duration {
+func (o *serveOptions) shutdownDelayFrom(c *config.Serve) time.Duration {
 	if !o.shutdownDelaySet && c.ShutdownDelay != nil {
 		return c.ShutdownDelay.Duration
 	}
@@ -164,23 +165,23 @@ func (o *serveOptions) shutdownDelayFrom(c *serveConfig) time.Duration {
 
 // openstack wires what the openstack section enables: health reporting to Magnum, the
 // resolver for events that leave "resolved" out, and (--source magnum) the poller.
-func (o *serveOptions) openstack(ctx context.Context, file *fileConfig, p *reconciler.Pipeline, so *service.Options) error {
+func (o *serveOptions) openstack(ctx context.Context, file *config.File, p *reconciler.Pipeline, so *service.Options) error {
 	if o.source != "api" && o.source != "magnum" {
-		return configError(fmt.Errorf("--source: unknown source %q (api, magnum)", o.source))
+		return config.Invalid(fmt.Errorf("--source: unknown source %q (api, magnum)", o.source))
 	}
-	if file.Openstack.Cloud == "" && file.Openstack.CloudsFile == "" && os.Getenv("OS_AUTH_URL") == "" {
+	if file.OpenStack.Cloud == "" && file.OpenStack.CloudsFile == "" && os.Getenv("OS_AUTH_URL") == "" {
 		if o.source == "magnum" {
-			return configError(errors.New("--source magnum: needs the openstack section (or OS_* variables)"))
+			return config.Invalid(errors.New("--source magnum: needs the openstack section (or OS_* variables)"))
 		}
 		so.Log.Info("no OpenStack configured: events must carry resolved, and health is not reported to Magnum")
 		return nil
 	}
-	cloud, err := file.Openstack.connect(ctx)
+	cloud, err := connectOpenStack(ctx, &file.OpenStack)
 	if err != nil {
 		return err
 	}
 	// Events that leave "resolved" out are resolved with the service's credentials.
-	p.Resolvers = append([]reconciler.Resolver{file.Openstack.resolver(cloud)}, p.Resolvers...)
+	p.Resolvers = append([]reconciler.Resolver{openstackResolver(&file.OpenStack, cloud)}, p.Resolvers...)
 	// After a delete's second phase, the application credentials the service created for
 	// the cluster (the poller's) go too. The driver shim deletes those it created with the
 	// user's token itself.
@@ -200,8 +201,8 @@ func (o *serveOptions) openstack(ctx context.Context, file *fileConfig, p *recon
 		so.Log.Warn("no Magnum endpoint in the catalog: health is not reported", "error", err)
 	}
 	if o.source == "magnum" {
-		if so.Poller, err = file.Openstack.poller(cloud, so.Log); err != nil {
-			return configError(err)
+		if so.Poller, err = magnumPoller(&file.OpenStack, cloud, so.Log); err != nil {
+			return config.Invalid(err)
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -32,11 +31,6 @@ func TestMain(m *testing.M) {
 	if os.Getenv("MAGNUM_GITOPS_RUN_MAIN") == "1" {
 		main()
 		os.Exit(0)
-	}
-	flag.Parse()
-	if fuzzing() {
-		// Fuzz workers are processes of their own: none of them needs an API server.
-		os.Exit(m.Run())
 	}
 	os.Exit(testenv.Main(m, &env))
 }
@@ -226,41 +220,4 @@ func postEventToken(addr string, body []byte, token string) (string, bool) {
 	}
 	_ = json.Unmarshal(b, &ans)
 	return ans.Revision, true
-}
-
-// fuzzing reports whether this test binary runs a fuzz target (or is one of its workers).
-func fuzzing() bool {
-	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
-		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
-			return true
-		}
-	}
-	return false
-}
-
-// TestPollerCreateGraceConfig: openstack.poller.create_grace reaches the Poller as its
-// CreateGrace: unset keeps the poller's default (zero), 0s turns the grace off (negative),
-// any other duration is taken as it is.
-func TestPollerCreateGraceConfig(t *testing.T) {
-	t.Parallel()
-	write := fileWriter(t)
-	for _, tc := range []struct {
-		name, doc string
-		want      time.Duration
-	}{
-		{"unset: the poller's default", "openstack: {poller: {interval: 1m}}\n", 0},
-		{"0s: no grace", "openstack: {poller: {create_grace: 0s}}\n", -1},
-		{"a duration", "openstack: {poller: {create_grace: 2m30s}}\n", 150 * time.Second},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			cfg, err := loadConfig(write(strings.ReplaceAll(tc.name, ":", "")+".yaml", tc.doc))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := cfg.Openstack.Poller.createGrace(); got != tc.want {
-				t.Errorf("createGrace() = %v, want %v", got, tc.want)
-			}
-		})
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/magnum-gitops/magnum-gitops/status/kube"
 )
@@ -69,12 +70,12 @@ server.`,
 
 func (o *statusOptions) run(ctx context.Context, stdin io.Reader, w io.Writer, filter []string) error {
 	if o.output != "table" && o.output != "json" && o.output != "tree" {
-		return configError(fmt.Errorf("--output: unknown format %q (table, json, tree)", o.output))
+		return config.Invalid(fmt.Errorf("--output: unknown format %q (table, json, tree)", o.output))
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	file, err := loadConfig(o.configFile)
+	file, err := config.Load(o.configFile)
 	if err != nil {
 		return err
 	}
@@ -153,12 +154,12 @@ func (o *statusOptions) source(ctx context.Context) (status.Source, error) {
 	}
 	fh, err := os.Open(o.objectsFile)
 	if err != nil {
-		return nil, configError(err)
+		return nil, config.Invalid(err)
 	}
 	defer fh.Close()
 	objs, err := status.LoadObjects(fh)
 	if err != nil {
-		return nil, configError(fmt.Errorf("%s: %w", o.objectsFile, err))
+		return nil, config.Invalid(fmt.Errorf("%s: %w", o.objectsFile, err))
 	}
 	return status.StaticSource(objs), nil
 }

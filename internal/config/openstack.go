@@ -1,23 +1,19 @@
-package main
+package config
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/reconciler"
-	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 )
 
-// openstackConfig is the --config "openstack:" section: how magnum-gitops reaches
+// OpenStack is the --config "openstack:" section: how magnum-gitops reaches
 // OpenStack (a clouds.yaml entry, or the OS_* variables when cloud is empty, as every
 // OpenStack client does) and, for serve --source magnum, how it polls Magnum. It holds no
 // secret: the credentials stay in clouds.yaml or the environment.
-type openstackConfig struct {
+type OpenStack struct {
 	// Cloud names the clouds.yaml entry (default $OS_CLOUD, else the OS_* variables).
 	Cloud string `json:"cloud,omitempty"`
 	// CloudsFile is the clouds.yaml path (default $OS_CLIENT_CONFIG_FILE, ./clouds.yaml,
@@ -35,11 +31,11 @@ type openstackConfig struct {
 	Timeout generator.Duration `json:"timeout,omitempty"`
 	// CacheTTL is how long the resolver reuses a lookup (default 60s).
 	CacheTTL generator.Duration `json:"cache_ttl,omitempty"`
-	Poller   pollerConfig       `json:"poller,omitempty"`
+	Poller   Poller             `json:"poller,omitempty"`
 }
 
-// pollerConfig is the "openstack.poller:" section.
-type pollerConfig struct {
+// Poller is the "openstack.poller:" section.
+type Poller struct {
 	// Interval between passes (default 1m).
 	Interval generator.Duration `json:"interval,omitempty"`
 	// PageSize is how many clusters and templates each Magnum request reads (default 100).
@@ -64,9 +60,9 @@ type pollerConfig struct {
 	CreateGrace *generator.Duration `json:"create_grace,omitempty"`
 }
 
-// createGrace is the Poller.CreateGrace the section asks for: the poller's default when
-// unset, none (negative) for 0s.
-func (p *pollerConfig) createGrace() time.Duration {
+// Grace is the reconciler.Poller's CreateGrace the section asks for: the poller's default
+// when unset, none (negative) for 0s.
+func (p *Poller) Grace() time.Duration {
 	switch {
 	case p.CreateGrace == nil:
 		return 0
@@ -76,10 +72,10 @@ func (p *pollerConfig) createGrace() time.Duration {
 	return p.CreateGrace.Duration
 }
 
-// validate checks the section without reaching OpenStack; call it when loading the
-// configuration. The poller's template selection is checked by poller, since only
-// serve --source magnum needs one.
-func (c *openstackConfig) validate() error {
+// Validate checks the section without reaching OpenStack; Load calls it. The poller's
+// template selection is checked where the poller is built, since only serve --source
+// magnum needs one.
+func (c *OpenStack) Validate() error {
 	p := c.Poller
 	switch {
 	case c.Timeout.Duration < 0:
@@ -96,56 +92,4 @@ func (c *openstackConfig) validate() error {
 		return fmt.Errorf("openstack.poller.application_credentials: %q: want service or none", p.ApplicationCredentials)
 	}
 	return nil
-}
-
-// connect authenticates to OpenStack as the section says.
-func (c *openstackConfig) connect(ctx context.Context) (*openstack.Cloud, error) {
-	return openstack.Connect(ctx, openstack.Config{Cloud: c.Cloud, CloudsFile: c.CloudsFile, Region: c.Region,
-		CAFile: c.CAFile, Insecure: c.Insecure, Interface: c.Interface, Timeout: c.Timeout.Duration})
-}
-
-// resolver fills the events' "resolved" section from OpenStack (add it to the pipeline's
-// resolvers before the CA bundle).
-func (c *openstackConfig) resolver(cloud *openstack.Cloud) *openstack.Resolver {
-	return openstack.NewResolver(cloud, openstack.ResolverOptions{CacheTTL: c.CacheTTL.Duration})
-}
-
-// poller builds the Magnum poller of serve --source magnum. Its Clusters and Submit are
-// the service's (set them before running it). Clusters that vanish from Magnum's list are
-// deleted from Git only when the session has the admin role: Magnum lists every project's
-// clusters to admins only, and to anyone else a cluster of another project is merely
-// invisible.
-func (c *openstackConfig) poller(cloud *openstack.Cloud, log *slog.Logger) (*reconciler.Poller, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	sel, err := reconciler.SelectTemplates(c.Poller.Select.Label, c.Poller.Select.Driver)
-	if err != nil {
-		return nil, fmt.Errorf("openstack.poller.%w", err)
-	}
-	m, err := openstack.NewMagnum(cloud)
-	if err != nil {
-		return nil, err
-	}
-	authURL, _, err := cloud.IdentityEndpoint()
-	if err != nil {
-		return nil, err
-	}
-	roles, err := cloud.Roles()
-	if err != nil {
-		return nil, err
-	}
-	p := &reconciler.Poller{Magnum: m, Select: sel, AuthURL: authURL, AllProjects: slices.Contains(roles, "admin"),
-		Interval: c.Poller.Interval.Duration, PageSize: c.Poller.PageSize, CreateGrace: c.Poller.createGrace(), Log: log}
-	if !p.AllProjects {
-		log.Warn("openstack: the poller's credentials lack the admin role: Magnum shows them only their own project's clusters, and clusters missing from its list are never deleted from git")
-	}
-	if c.Poller.ApplicationCredentials != "none" {
-		identity, err := cloud.Identity()
-		if err != nil {
-			return nil, err
-		}
-		p.Credentials = reconciler.ServiceCredentials(&openstack.AppCredentials{Identity: identity})
-	}
-	return p, nil
 }

@@ -1,4 +1,9 @@
-package main
+// Package config reads the --config file: the generator's sections and those of the
+// packages that write to Git, serve and reach OpenStack. It decodes strictly (an unknown
+// key is an error naming it), resolves relative paths against the file's directory, reads
+// the small files the generator needs and checks every section. It builds no client: cmd
+// turns the sections into a repository, an encrypter, a poller.
+package config
 
 import (
 	"bytes"
@@ -16,43 +21,43 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
-// fileConfig is the --config document: the generator's sections (magnum, flux,
+// File is the --config document: the generator's sections (magnum, flux,
 // values_overlay) plus the sections of the packages that write to Git.
-type fileConfig struct {
+type File struct {
 	generator.Config `json:",inline"`
-	Git              gitConfig   `json:"git,omitempty"`
-	Sops             sopsConfig  `json:"sops,omitempty"`
-	Serve            serveConfig `json:"serve,omitempty"`
+	Git              Git   `json:"git,omitempty"`
+	Sops             Sops  `json:"sops,omitempty"`
+	Serve            Serve `json:"serve,omitempty"`
 	// Openstack says how to reach OpenStack: the resolver, health reporting to Magnum, and
 	// serve --source magnum's poller.
-	Openstack openstackConfig `json:"openstack,omitempty"`
+	OpenStack OpenStack `json:"openstack,omitempty"`
 	// MagnumConf is an existing magnum.conf whose driver options are read first; the
 	// magnum section of this file then overrides them.
 	MagnumConf string `json:"magnum_conf,omitempty"`
 }
 
-// loadConfig reads a YAML configuration over the defaults. Unknown keys are errors: a
+// Load reads a YAML configuration over the defaults. Unknown keys are errors: a
 // misspelt magnum.conf option would otherwise silently keep its default.
-func loadConfig(path string) (*fileConfig, error) {
-	cfg := fileConfig{Config: generator.DefaultConfig()}
+func Load(path string) (*File, error) {
+	cfg := File{Config: generator.DefaultConfig()}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, configError(fmt.Errorf("--config: %w", err))
+			return nil, Invalid(fmt.Errorf("--config: %w", err))
 		}
 		if err := decodeStrict(data, &cfg); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
-		// Relative paths in the file are relative to its directory (see configpaths.go).
+		// Relative paths in the file are relative to its directory (see paths.go).
 		resolveConfigPaths(&cfg, configDir(path))
 		if cfg.MagnumConf != "" {
 			// Defaults, then magnum.conf, then this file's own magnum section.
 			ini, err := os.ReadFile(cfg.MagnumConf)
 			if err != nil {
-				return nil, configError(fmt.Errorf("magnum_conf: %w", err))
+				return nil, Invalid(fmt.Errorf("magnum_conf: %w", err))
 			}
 			own := cfg
-			cfg = fileConfig{Config: generator.DefaultConfig()}
+			cfg = File{Config: generator.DefaultConfig()}
 			if err := generator.ParseMagnumConf(ini, &cfg.Magnum); err != nil {
 				return nil, err
 			}
@@ -80,8 +85,8 @@ func loadConfig(path string) (*fileConfig, error) {
 	if err := gitrepo.ValidPath(cfg.Flux.Path); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, &v1alpha1.FieldError{Field: "flux.path", Message: err.Error()})
 	}
-	if err := cfg.Openstack.validate(); err != nil {
-		return nil, configError(fmt.Errorf("config %s: %w", path, err))
+	if err := cfg.OpenStack.Validate(); err != nil {
+		return nil, Invalid(fmt.Errorf("config %s: %w", path, err))
 	}
 	return &cfg, nil
 }
@@ -217,17 +222,18 @@ func cleanYAMLError(err error) string {
 	return s
 }
 
-// invalidConfig marks an error as bad configuration (exit status 2) without changing its
+// invalidError marks an error as bad configuration (exit status 2) without changing its
 // text, which already names the option.
-type invalidConfig struct{ err error }
+type invalidError struct{ err error }
 
-func (e invalidConfig) Error() string   { return e.err.Error() }
-func (e invalidConfig) Unwrap() []error { return []error{e.err, v1alpha1.ErrInvalidInput} }
+func (e invalidError) Error() string   { return e.err.Error() }
+func (e invalidError) Unwrap() []error { return []error{e.err, v1alpha1.ErrInvalidInput} }
 
-// configError wraps a configuration error; nil stays nil.
-func configError(err error) error {
+// Invalid marks err as bad input (exit status 2; errors.Is ErrInvalidInput) without
+// changing its text; nil stays nil.
+func Invalid(err error) error {
 	if err == nil {
 		return nil
 	}
-	return invalidConfig{err}
+	return invalidError{err}
 }

@@ -1,10 +1,9 @@
-package main
+package config
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -19,24 +18,26 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
-// gitConfig is the --config "git:" section. Credentials are read from files, so they
+// Git is the --config "git:" section. Credentials are read from files, so they
 // never sit in the configuration or in process arguments.
-type gitConfig struct {
-	URL      string        `json:"url"`
-	Branch   string        `json:"branch,omitempty"`
-	CacheDir string        `json:"cache_dir,omitempty"`
-	Auth     gitAuthConfig `json:"auth,omitempty"`
+type Git struct {
+	URL      string  `json:"url"`
+	Branch   string  `json:"branch,omitempty"`
+	CacheDir string  `json:"cache_dir,omitempty"`
+	Auth     GitAuth `json:"auth,omitempty"`
 	Author   struct {
 		Name  string `json:"name"`
 		Email string `json:"email"`
 	} `json:"author"`
 	// SigningKeyFile is an armored OpenPGP private key (unencrypted) that signs commits.
-	SigningKeyFile string          `json:"signing_key_file,omitempty"`
-	MaxAttempts    int             `json:"max_attempts,omitempty"`
-	Review         gitReviewConfig `json:"review,omitempty"`
+	SigningKeyFile string    `json:"signing_key_file,omitempty"`
+	MaxAttempts    int       `json:"max_attempts,omitempty"`
+	Review         GitReview `json:"review,omitempty"`
 }
 
-type gitAuthConfig struct {
+// GitAuth is the "git.auth:" section: a user name, and files holding the password, token or
+// SSH key.
+type GitAuth struct {
 	Username       string `json:"username,omitempty"`
 	PasswordFile   string `json:"password_file,omitempty"`
 	TokenFile      string `json:"token_file,omitempty"`
@@ -44,13 +45,15 @@ type gitAuthConfig struct {
 	KnownHostsFile string `json:"known_hosts_file,omitempty"`
 }
 
-type gitReviewConfig struct {
+// GitReview is the "git.review:" section: review branches and the forge that opens their
+// pull requests.
+type GitReview struct {
 	// ProtectedBranches (path.Match patterns, e.g. "release/*") can never be a review
 	// branch; the configured branch never is.
 	ProtectedBranches []string `json:"protected_branches,omitempty"`
 	// GitHub opens a pull request per review branch (REST v3; url is the API root, e.g.
 	// https://api.github.com or https://HOST/api/v3 for GitHub Enterprise).
-	GitHub *forgeConfig `json:"github,omitempty"`
+	GitHub *Forge `json:"github,omitempty"`
 	// BranchTemplate turns on review mode: each event goes to its own branch, e.g.
 	// "magnum/{{.StackID}}/{{.EventID}}", and main is left alone.
 	BranchTemplate string `json:"branch_template,omitempty"`
@@ -97,8 +100,8 @@ func checkGitURL(raw string) error {
 	return nil
 }
 
-// options builds gitrepo.Options from the section.
-func (g *gitConfig) options() (gitrepo.Options, error) {
+// Options builds gitrepo.Options from the section, reading the credentials its files hold.
+func (g *Git) Options() (gitrepo.Options, error) {
 	if g.URL == "" {
 		return gitrepo.Options{}, &v1alpha1.FieldError{Field: "git.url", Message: "required to commit (see docs/configuration.md)"}
 	}
@@ -126,17 +129,15 @@ func (g *gitConfig) options() (gitrepo.Options, error) {
 	if g.SigningKeyFile != "" {
 		b, err := os.ReadFile(g.SigningKeyFile)
 		if err != nil {
-			return o, configError(fmt.Errorf("git.signing_key_file: %w", err))
+			return o, Invalid(fmt.Errorf("git.signing_key_file: %w", err))
 		}
 		keys, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(b))
 		if err != nil || len(keys) == 0 || keys[0].PrivateKey == nil {
-			return o, configError(errors.New("git.signing_key_file: not an armored OpenPGP private key"))
+			return o, Invalid(errors.New("git.signing_key_file: not an armored OpenPGP private key"))
 		}
 		o.SigningKey = keys[0]
 	}
 	o.ProtectedBranches = g.Review.ProtectedBranches
-	// The on-disk cache heals itself; say so once in the log.
-	o.Warn = func(msg string) { slog.Warn(msg, "component", "gitrepo") }
 	if gh := g.Review.GitHub; gh != nil {
 		tok, err := readSecretFile("git.review.github.token_file", gh.TokenFile)
 		if err != nil {
@@ -156,8 +157,8 @@ func (g *gitConfig) options() (gitrepo.Options, error) {
 	return o, err
 }
 
-// forgeConfig names a repository on a forge and the file holding its API token.
-type forgeConfig struct {
+// Forge names a repository on a forge and the file holding its API token.
+type Forge struct {
 	URL       string `json:"url,omitempty"`
 	Owner     string `json:"owner"`
 	Repo      string `json:"repo"`

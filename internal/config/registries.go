@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 // loadRegistryFiles reads the files the registries section names — trusted CA PEM files
 // and registry passwords — into the configuration, since the generator does no I/O.
-// loadConfig has already made relative paths relative to the configuration file
+// Load has already made relative paths relative to the configuration file
 // (resolveConfigPaths). Errors name the option, never the content.
 func loadRegistryFiles(c *generator.RegistriesConfig) error {
 	read := func(field, p string) (string, error) {

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 // content of anything.
 func TestLoadRegistryConfig(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig("../../fixtures/config/registries.yaml")
+	cfg, err := Load("../../fixtures/config/registries.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestLoadRegistryConfig(t *testing.T) {
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = loadConfig(p)
+	_, err = Load(p)
 	if err == nil || !strings.Contains(err.Error(), "registries.trusted_ca_files.example-org-ca") {
 		t.Errorf("missing CA file: %v, want an error naming the option", err)
 	}
@@ -44,7 +44,7 @@ func TestLoadRegistryConfig(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "registry-password"), []byte("with\"quote-NOT-REAL"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = loadConfig(p)
+	_, err = Load(p)
 	if err == nil || !strings.Contains(err.Error(), "registries.auth.registry.example.org.password_file") || strings.Contains(err.Error(), "NOT-REAL") {
 		t.Errorf("bad password: %v, want an error naming the option and not the value", err)
 	}

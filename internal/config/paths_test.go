@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -29,13 +29,13 @@ func TestResolveConfigPaths(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := fileConfig{Config: generator.DefaultConfig(), MagnumConf: tc.in}
+			c := File{Config: generator.DefaultConfig(), MagnumConf: tc.in}
 			c.Git.URL, c.Git.Auth.TokenFile = "https://git.example.org/c.git", tc.in
 			c.Serve.TokenFiles = []string{tc.in, "/abs/token"}
 			c.Serve.Kustomization = "flux-system/magnum-clusters"
 			c.Registries.TrustedCAFiles = map[string]string{"site": tc.in}
 			c.Registries.Auth = map[string]generator.RegistryAuth{"registry.example.org": {Username: "u", PasswordFile: tc.in}}
-			c.Git.Review.GitHub = &forgeConfig{Owner: "cloud", Repo: "clusters", TokenFile: tc.in}
+			c.Git.Review.GitHub = &Forge{Owner: "cloud", Repo: "clusters", TokenFile: tc.in}
 			resolveConfigPaths(&c, dir)
 			for key, got := range map[string]string{
 				"magnum_conf": c.MagnumConf, "git.auth.token_file": c.Git.Auth.TokenFile,
@@ -82,7 +82,7 @@ func TestResolveGitURL(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
 			t.Parallel()
-			var c fileConfig
+			var c File
 			c.Git.URL = tc.in
 			resolveConfigPaths(&c, dir)
 			if c.Git.URL != tc.want {
@@ -100,7 +100,7 @@ func TestEveryConfigPathIsResolved(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "conf")
 	rel := func(key string) string { return filepath.Join("rel", key) }
-	var c fileConfig
+	var c File
 	var keys []string
 	walkPathFields(reflect.ValueOf(&c).Elem(), "", func(key string, f reflect.Value) {
 		keys = append(keys, key)
@@ -195,11 +195,11 @@ func walkPathFields(v reflect.Value, key string, fn func(key string, f reflect.V
 	}
 }
 
-// TestLoadConfigRelativePaths: loadConfig resolves the file's relative paths against the
+// TestLoadConfigRelativePaths: Load resolves the file's relative paths against the
 // file's directory, whatever the working directory and however the file itself is named
 // (here by a path relative to the working directory). magnum_conf is read from there; the
 // paths magnum.conf sets itself stay as Magnum reads them, unless the file sets them too.
-func TestLoadConfigRelativePaths(t *testing.T) {
+func TestLoadRelativePaths(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) {
@@ -237,7 +237,7 @@ func TestLoadConfigRelativePaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := loadConfig(relPath)
+			cfg, err := Load(relPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,10 +245,11 @@ func TestLoadConfigRelativePaths(t *testing.T) {
 			for key, got := range map[string][2]string{
 				"magnum_conf":                      {cfg.MagnumConf, filepath.Join(conf, "magnum.conf")},
 				"git.cache_dir":                    {cfg.Git.CacheDir, filepath.Join(conf, "cache")},
+				"sops.digest_key_file":             {cfg.Sops.DigestKeyFile, filepath.Join(conf, "secrets/digest.key")},
 				"git.auth.token_file":              {cfg.Git.Auth.TokenFile, filepath.Join(conf, "secrets/git-token")},
 				"serve.token_files[0]":             {cfg.Serve.TokenFiles[0], filepath.Join(conf, "secrets/api-token")},
 				"serve.token_files[1]":             {cfg.Serve.TokenFiles[1], "/run/api-token"},
-				"openstack.clouds_file":            {cfg.Openstack.CloudsFile, filepath.Join(dir, "clouds.yaml")},
+				"openstack.clouds_file":            {cfg.OpenStack.CloudsFile, filepath.Join(dir, "clouds.yaml")},
 				"magnum.drivers.openstack_ca_file": {cfg.Magnum.Drivers.OpenstackCAFile, tc.caFile},
 				"magnum.capi_helm.kubeconfig_file": {cfg.Magnum.CapiHelm.KubeconfigFile, "kubeconfig"},
 			} {
@@ -260,17 +261,5 @@ func TestLoadConfigRelativePaths(t *testing.T) {
 				t.Errorf("magnum.conf not read: namespace_prefix %q", cfg.Magnum.CapiHelm.NamespacePrefix)
 			}
 		})
-	}
-	// The files are read from there too (magnum.conf was, above).
-	cfg, err := loadConfig(filepath.Join(dir, "conf", "a.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cfg.Sops.encrypter(); err == nil {
-		t.Error("sops.digest_key_file read before it exists")
-	}
-	write("conf/secrets/digest.key", "q8Vd3kP0x2mB7nL4rT9wY1zA6cE5fH3jK0sU8vX2bN4=")
-	if e, err := cfg.Sops.encrypter(); err != nil || e == nil {
-		t.Errorf("sops.digest_key_file relative to the configuration: %v", err)
 	}
 }

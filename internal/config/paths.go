@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -17,14 +17,14 @@ import (
 // resolveConfigPaths makes every relative filesystem path c holds relative to dir (the
 // configuration file's directory). Absolute paths and empty values are left as they are,
 // so resolving twice changes nothing once dir is absolute.
-func resolveConfigPaths(c *fileConfig, dir string) {
+func resolveConfigPaths(c *File, dir string) {
 	eachConfigPath(c, func(_, p string) string { return inDir(dir, p) })
 }
 
 // keepFilePaths copies into c the paths own holds, by key: own is the file alone decoded
 // (and resolved) over the defaults, c the same file decoded over magnum.conf. The file's
 // own paths win, resolved; those only magnum.conf sets stay as Magnum reads them.
-func keepFilePaths(c, own *fileConfig) {
+func keepFilePaths(c, own *File) {
 	set := map[string]string{}
 	eachConfigPath(own, func(key, p string) string {
 		if p != "" {
@@ -73,7 +73,7 @@ func configDir(path string) string {
 // eachConfigPath calls fn with the key and value of every filesystem path c holds, and
 // stores what fn returns. Every field that names a file or directory must be listed here:
 // TestEveryConfigPathIsResolved fails for a *_file, *_files or *_dir key that is not.
-func eachConfigPath(c *fileConfig, fn func(key, p string) string) {
+func eachConfigPath(c *File, fn func(key, p string) string) {
 	one := func(key string, p *string) { *p = fn(key, *p) }
 	one("magnum_conf", &c.MagnumConf)
 
@@ -118,6 +118,6 @@ func eachConfigPath(c *fileConfig, fn func(key, p string) string) {
 	one("serve.tls.key_file", &s.TLS.KeyFile)
 	one("serve.tls.client_ca_file", &s.TLS.ClientCAFile)
 
-	one("openstack.clouds_file", &c.Openstack.CloudsFile)
-	one("openstack.ca_file", &c.Openstack.CAFile)
+	one("openstack.clouds_file", &c.OpenStack.CloudsFile)
+	one("openstack.ca_file", &c.OpenStack.CAFile)
 }

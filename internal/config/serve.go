@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"crypto/tls"
@@ -10,8 +10,8 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
-// serveConfig is the --config "serve:" section.
-type serveConfig struct {
+// Serve is the --config "serve:" section.
+type Serve struct {
 	// Listen is the event and status API's address (default 127.0.0.1:8080).
 	Listen string `json:"listen,omitempty"`
 	// OpsListen serves /healthz, /readyz and /metrics without authentication; empty
@@ -51,8 +51,8 @@ type serveConfig struct {
 	} `json:"leader_election,omitempty"`
 }
 
-// tlsConfig builds the API's TLS configuration; nil serves plain HTTP.
-func (c *serveConfig) tlsConfig() (*tls.Config, error) {
+// TLSConfig builds the API's TLS configuration; nil serves plain HTTP.
+func (c *Serve) TLSConfig() (*tls.Config, error) {
 	t := c.TLS
 	if t.CertFile == "" && t.KeyFile == "" {
 		if t.ClientCAFile != "" {

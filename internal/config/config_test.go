@@ -1,0 +1,100 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+)
+
+// FuzzLoad: the configuration decoder never panics, and every refusal of a document
+// is an input error (exit status 2) that quotes no value of it.
+func FuzzLoad(f *testing.F) {
+	for _, p := range []string{"../../docs/magnum-gitops.example.yaml", "../../fixtures/config/site-overlay.yaml"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("git:\n  url: http://u:p@h/x.git\nserve: {listen: x}\n"))
+	f.Add([]byte("magnum: &a {capi_helm: *a}\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 32<<10 {
+			return
+		}
+		p := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(p)
+		if err != nil {
+			if !errors.Is(err, v1alpha1.ErrInvalidInput) {
+				t.Fatalf("a refusal that is not an input error: %v", err)
+			}
+			return
+		}
+		if cfg.Flux.Path == "" {
+			t.Fatal("an accepted configuration without flux.path")
+		}
+	})
+}
+
+// fileWriter returns a function that writes a file into a new temporary directory and
+// returns its path.
+func fileWriter(t *testing.T) func(name, content string) string {
+	t.Helper()
+	dir := t.TempDir()
+	return func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
+
+// TestLoad: the documented example and the fixtures load; a misspelt option, a bad
+// duration and a per-namespace layout without a repository are refused by name; magnum.conf
+// is read first and the file's magnum section overrides it.
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	if _, err := Load("../../docs/magnum-gitops.example.yaml"); err != nil {
+		t.Errorf("the documented example does not load: %v", err)
+	}
+	if _, err := Load("../../fixtures/config/site-overlay.yaml"); err != nil {
+		t.Error(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("magnum:\n  capi_helm:\n    namespace_prefx: x\n"), 0o644)
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), `unknown field "magnum.capi_helm.namespace_prefx"`) &&
+		!strings.Contains(err.Error(), "namespace_prefx") {
+		t.Errorf("misspelt option: %v", err)
+	}
+	conf := filepath.Join(t.TempDir(), "magnum.conf")
+	os.WriteFile(conf, []byte("[capi_helm]\nnamespace_prefix = mgmt\ndefault_helm_chart_version = 0.24.1\n[cinder_client]\nregion_name = R9\n"), 0o644)
+	withConf := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(withConf, []byte("magnum_conf: "+conf+"\nmagnum:\n  capi_helm:\n    default_helm_chart_version: 0.27.0\n"), 0o644)
+	if c, err := Load(withConf); err != nil || c.Magnum.CapiHelm.NamespacePrefix != "mgmt" ||
+		c.Magnum.CapiHelm.DefaultHelmChartVersion != "0.27.0" || c.Magnum.CinderClient.RegionName != "R9" {
+		t.Errorf("magnum_conf then YAML: %+v %v", c.Magnum.CapiHelm, err)
+	}
+	os.WriteFile(bad, []byte("flux:\n  interval: soon\n"), 0o644)
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), "flux.interval: must be a duration") {
+		t.Errorf("bad duration: %v", err)
+	}
+	// The per-namespace layout's GitRepositories fetch git.url unless flux.git says otherwise.
+	layout := filepath.Join(t.TempDir(), "layout.yaml")
+	os.WriteFile(layout, []byte("flux:\n  layout: per-namespace\ngit:\n  url: https://git.example.org/c.git\n  branch: clusters\n"), 0o644)
+	if c, err := Load(layout); err != nil || c.Flux.Git.URL != "https://git.example.org/c.git" || c.Flux.Git.Branch != "clusters" {
+		t.Errorf("per-namespace layout from git.url: %+v %v", c.Flux.Git, err)
+	}
+	os.WriteFile(layout, []byte("flux:\n  layout: per-namespace\n"), 0o644)
+	if _, err := Load(layout); err == nil || !strings.Contains(err.Error(), "flux.git.url") {
+		t.Errorf("per-namespace layout without a repository: %v", err)
+	}
+}

@@ -1,0 +1,34 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPollerGrace: openstack.poller.create_grace reaches the Poller as its
+// CreateGrace: unset keeps the poller's default (zero), 0s turns the grace off (negative),
+// any other duration is taken as it is.
+func TestPollerGrace(t *testing.T) {
+	t.Parallel()
+	write := fileWriter(t)
+	for _, tc := range []struct {
+		name, doc string
+		want      time.Duration
+	}{
+		{"unset: the poller's default", "openstack: {poller: {interval: 1m}}\n", 0},
+		{"0s: no grace", "openstack: {poller: {create_grace: 0s}}\n", -1},
+		{"a duration", "openstack: {poller: {create_grace: 2m30s}}\n", 150 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := Load(write(strings.ReplaceAll(tc.name, ":", "")+".yaml", tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.OpenStack.Poller.Grace(); got != tc.want {
+				t.Errorf("Grace() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
