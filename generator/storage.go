@@ -9,7 +9,7 @@ import (
 // csiCinder builds one StorageClass per Cinder volume type: the default type ([capi_helm]
 // csi_cinder_default_volume_type, else the first listed) becomes defaultStorageClass, the
 // rest additionalStorageClasses in Cinder's order (docs/driver-rules.md, "Storage classes
-// (Cinder CSI)").
+// (Cinder CSI)"), and no two classes share a name.
 func (r *render) csiCinder() map[string]any {
 	types := r.ev.Resolved.VolumeTypes
 	if len(types) == 0 {
@@ -39,24 +39,31 @@ func (r *render) csiCinder() map[string]any {
 		}
 	}
 	out := map[string]any{"additionalStorageClasses": []any{}}
-	seen := map[string]int{}
-	for i, t := range types {
+	// One StorageClass per name: the default type's class holds its name whatever its place
+	// in Cinder's order, and of the other types whose names collide the first listed wins.
+	owner := map[string]string{}
+	if slices.Contains(types, def) {
+		owner[magnum.SanitizedName(def)] = def
+	}
+	for _, t := range types {
 		name := magnum.SanitizedName(t)
 		if name == "" {
 			r.p.add("resolved.volume_types", "volume type %q has no characters a StorageClass name can use", t)
-		} else if j, dup := seen[name]; dup && t != def {
+			continue
+		}
+		if t == def {
+			out["defaultStorageClass"] = class(t)
+			continue
+		}
+		if kept, taken := owner[name]; taken {
 			// The driver renders both, and the second StorageClass of one name fails the
 			// addon; one class is kept rather than blocking every operation on the cluster.
 			r.deviate("addons.openstack.csiCinder.additionalStorageClasses",
-				"volume types %q and %q both become StorageClass %q: only %q gets a StorageClass; the driver renders both, which the addon cannot install", types[j], t, name, types[j])
+				"volume types %q and %q both become StorageClass %q: only %q gets a StorageClass; the driver renders both, which the addon cannot install", kept, t, name, kept)
 			continue
 		}
-		seen[name] = i
-		if t == def {
-			out["defaultStorageClass"] = class(t)
-		} else {
-			out["additionalStorageClasses"] = append(out["additionalStorageClasses"].([]any), class(t))
-		}
+		owner[name] = t
+		out["additionalStorageClasses"] = append(out["additionalStorageClasses"].([]any), class(t))
 	}
 	return out
 }
