@@ -33,6 +33,9 @@ type featureLabel struct {
 	Charts string
 	// Default is what an absent label means.
 	Default string
+	// Feature is the name the adopted_features label opts the label in by, on a cluster
+	// another driver created; empty for a label that is never held back.
+	Feature string
 	// driver marks a label the driver already reads (documented here for what we add to
 	// it); it has no entry in features.label_defaults.
 	driver bool
@@ -52,31 +55,33 @@ const (
 
 // featureLabels lists every feature label, in the order of the table in docs/features.md.
 var featureLabels = []featureLabel{
-	{"oidc_issuer_url", scopeCluster, "`oidc.issuerUrl`", "≥ " + oidcSince, "unset: no OIDC", false},
-	{"oidc_client_id", scopeCluster, "`oidc.clientId`", "≥ " + oidcSince, "required with `oidc_issuer_url`", false},
-	{"oidc_username_claim", scopeCluster, "`oidc.usernameClaim`", "≥ " + oidcSince, "chart: `sub`", false},
-	{"oidc_username_prefix", scopeCluster, "`oidc.usernamePrefix`", "≥ " + oidcSince, "chart: `oidc:`", false},
-	{"oidc_groups_claim", scopeCluster, "`oidc.groupsClaim`", "≥ " + oidcSince, "chart: `groups`", false},
-	{"oidc_groups_prefix", scopeCluster, "`oidc.groupsPrefix`", "≥ " + oidcSince, "chart: `oidc:`", false},
-	{"availability_zone", scopeNodeGroup, "`nodeGroups[].failureDomain`", "all", "unset: Nova picks", false},
-	{"control_plane_availability_zones", scopeCluster, "`controlPlane.failureDomains`, `controlPlane.omitFailureDomain: false`", "all", "unset: Nova picks", false},
-	{"server_group_id", scopeNodeGroup, "`nodeGroups[].serverGroupId`", "all", "unset: no server group", false},
-	{"control_plane_server_group_id", scopeCluster, "`controlPlane.serverGroupId`", "all", "unset: no server group", false},
-	{"min_node_count", "node group field; label (default worker)", "`0` → `nodeGroups[].machineCountMin: 0`, and post-renderer: MachineDeployment `capacity.cluster-autoscaler.kubernetes.io/{cpu,memory,ephemeral-disk,labels}`", "≥ " + scaleFromZeroSince + ", Flux", "below 1 refused on older charts (the driver's rule)", true},
-	{"autoscaler_gpu_count", scopeNodeGroup, "post-renderer: MachineDeployment `capacity.cluster-autoscaler.kubernetes.io/gpu-count`", "≥ " + scaleFromZeroSince + ", Flux", "unset: no GPU", false},
-	{"autoscaler_gpu_type", scopeNodeGroup, "post-renderer: MachineDeployment `capacity.cluster-autoscaler.kubernetes.io/gpu-type`", "≥ " + scaleFromZeroSince + ", Flux", "`nvidia.com/gpu`", false},
-	{"certificates_expiry_days", scopeCluster, "`controlPlane.certificatesExpiryDays` (chart ≥ " + certificatesExpiryValueSince + "); else post-renderer: KubeadmControlPlane `spec.rolloutBefore.certificatesExpiryDays`", "all (Flux); ≥ " + certificatesExpiryValueSince + " (Argo CD)", "unset: no automatic rotation", false},
-	{"api_server_cert_sans", scopeCluster, "`controlPlane.kubeadmConfigSpec.clusterConfiguration.apiServer.certSANs`", "all", "unset", false},
-	{"api_server_tls_cipher_suites", scopeCluster, "`controlPlane.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs.tls-cipher-suites`", "all", "unset: Go's defaults", false},
-	{"audit_log_enabled", scopeCluster, "`controlPlane.kubeadmConfigSpec`: audit policy file, `audit-*` apiserver flags, volumes", "all", "`false`", false},
-	{"audit_log_max_age", scopeCluster, "`…apiServer.extraArgs.audit-log-maxage`", "all", "`30` (days)", false},
-	{"audit_log_max_backup", scopeCluster, "`…apiServer.extraArgs.audit-log-maxbackup`", "all", "`10`", false},
-	{"audit_log_max_size", scopeCluster, "`…apiServer.extraArgs.audit-log-maxsize`", "all", "`100` (MB)", false},
-	{"registry_mirror_set", scopeCluster, "`registryMirrors` (site `registries.mirror_sets`)", "all", "`registries.default_mirror_set`", false},
+	{"oidc_issuer_url", scopeCluster, "`oidc.issuerUrl`", "≥ " + oidcSince, "unset: no OIDC", "oidc", false},
+	{"oidc_client_id", scopeCluster, "`oidc.clientId`", "≥ " + oidcSince, "required with `oidc_issuer_url`", "oidc", false},
+	{"oidc_username_claim", scopeCluster, "`oidc.usernameClaim`", "≥ " + oidcSince, "chart: `sub`", "oidc", false},
+	{"oidc_username_prefix", scopeCluster, "`oidc.usernamePrefix`", "≥ " + oidcSince, "chart: `oidc:`", "oidc", false},
+	{"oidc_groups_claim", scopeCluster, "`oidc.groupsClaim`", "≥ " + oidcSince, "chart: `groups`", "oidc", false},
+	{"oidc_groups_prefix", scopeCluster, "`oidc.groupsPrefix`", "≥ " + oidcSince, "chart: `oidc:`", "oidc", false},
+	{"availability_zone", scopeNodeGroup, "`nodeGroups[].failureDomain`", "all", "unset: Nova picks", "placement", false},
+	{"control_plane_availability_zones", scopeCluster, "`controlPlane.failureDomains`, `controlPlane.omitFailureDomain: false`", "all", "unset: Nova picks", "placement", false},
+	{"server_group_id", scopeNodeGroup, "`nodeGroups[].serverGroupId`", "all", "unset: no server group", "placement", false},
+	{"control_plane_server_group_id", scopeCluster, "`controlPlane.serverGroupId`", "all", "unset: no server group", "placement", false},
+	{"min_node_count", "node group field; label (default worker)", "`0` → `nodeGroups[].machineCountMin: 0`, and post-renderer: MachineDeployment `capacity.cluster-autoscaler.kubernetes.io/{cpu,memory,ephemeral-disk,labels}`", "≥ " + scaleFromZeroSince + ", Flux", "below 1 refused on older charts (the driver's rule)", "", true},
+	{"autoscaler_gpu_count", scopeNodeGroup, "post-renderer: MachineDeployment `capacity.cluster-autoscaler.kubernetes.io/gpu-count`", "≥ " + scaleFromZeroSince + ", Flux", "unset: no GPU", "scale_from_zero", false},
+	{"autoscaler_gpu_type", scopeNodeGroup, "post-renderer: MachineDeployment `capacity.cluster-autoscaler.kubernetes.io/gpu-type`", "≥ " + scaleFromZeroSince + ", Flux", "`nvidia.com/gpu`", "scale_from_zero", false},
+	{"certificates_expiry_days", scopeCluster, "`controlPlane.certificatesExpiryDays` (chart ≥ " + certificatesExpiryValueSince + "); else post-renderer: KubeadmControlPlane `spec.rolloutBefore.certificatesExpiryDays`", "all (Flux); ≥ " + certificatesExpiryValueSince + " (Argo CD)", "unset: no automatic rotation", "certificate_rotation", false},
+	{"api_server_cert_sans", scopeCluster, "`controlPlane.kubeadmConfigSpec.clusterConfiguration.apiServer.certSANs`", "all", "unset", "api_server", false},
+	{"api_server_tls_cipher_suites", scopeCluster, "`controlPlane.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs.tls-cipher-suites`", "all", "unset: Go's defaults", "api_server", false},
+	{"audit_log_enabled", scopeCluster, "`controlPlane.kubeadmConfigSpec`: audit policy file, `audit-*` apiserver flags, volumes", "all", "`false`", "audit_log", false},
+	{"audit_log_max_age", scopeCluster, "`…apiServer.extraArgs.audit-log-maxage`", "all", "`30` (days)", "audit_log", false},
+	{"audit_log_max_backup", scopeCluster, "`…apiServer.extraArgs.audit-log-maxbackup`", "all", "`10`", "audit_log", false},
+	{"audit_log_max_size", scopeCluster, "`…apiServer.extraArgs.audit-log-maxsize`", "all", "`100` (MB)", "audit_log", false},
+	{"registry_mirror_set", scopeCluster, "`registryMirrors` (site `registries.mirror_sets`)", "all", "`registries.default_mirror_set`", "registries", false},
+	{adoptedFeaturesLabel, scopeCluster, "none: on an adopted cluster, the features (this table's last column, comma-separated, or `all`) that apply", "all", "unset: none", "", false},
 }
 
-// isFeatureLabel reports whether key is a feature label (not the pseudo-row of min_node_count).
-func isFeatureLabel(key string) bool {
+// IsFeatureLabel reports whether key is a feature label: one the driver does not read (so
+// not the pseudo-row of min_node_count), whose values are features beyond the driver.
+func IsFeatureLabel(key string) bool {
 	for _, f := range featureLabels {
 		if f.Name == key {
 			return !f.driver
@@ -94,7 +99,7 @@ type FeaturesConfig struct {
 
 func (c *FeaturesConfig) validate(p *problems) {
 	for k, v := range c.LabelDefaults {
-		if !isFeatureLabel(k) {
+		if !IsFeatureLabel(k) {
 			p.add("features.label_defaults."+k, "not a feature label (see the label table in docs/features.md)")
 		}
 		if strings.ContainsFunc(v, isControl) {
@@ -104,8 +109,15 @@ func (c *FeaturesConfig) validate(p *problems) {
 }
 
 // feature reads a cluster-scope feature label: the cluster's label, then the template's,
-// then the site default. The value is trimmed; the field names where it came from.
+// then the site default. The value is trimmed; the field names where it came from. On an
+// adopted cluster a label its feature is not opted in for reads as absent (featureOn).
 func (r *render) feature(key string) (value, field string, ok bool) {
+	value, field, ok = r.lookupFeature(key)
+	return value, field, ok && r.featureOn(key, field)
+}
+
+// lookupFeature is feature without the adoption rule.
+func (r *render) lookupFeature(key string) (value, field string, ok bool) {
 	for _, src := range []struct {
 		labels map[string]string
 		field  string
@@ -125,7 +137,8 @@ func (r *render) feature(key string) (value, field string, ok bool) {
 // as feature does.
 func (r *render) groupFeature(g group, key string) (value, field string, ok bool) {
 	if v, found := g.Labels[key]; found {
-		return r.featureValue(g.field+".labels."+key, v)
+		value, field, ok = r.featureValue(g.field+".labels."+key, v)
+		return value, field, ok && r.featureOn(key, field)
 	}
 	return r.feature(key)
 }

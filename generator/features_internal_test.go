@@ -23,9 +23,13 @@ func TestFeatureLabelTable(t *testing.T) {
 		t.Fatalf("docs/features.md lacks the markers %q … %q", begin, end)
 	}
 	var b strings.Builder
-	b.WriteString("| Label | Set on | Value path | Chart versions | Default |\n|---|---|---|---|---|\n")
+	b.WriteString("| Label | Set on | Value path | Chart versions | Default | Feature (adopted clusters) |\n|---|---|---|---|---|---|\n")
 	for _, f := range featureLabels {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", f.Name, f.Scope, f.Path, f.Charts, f.Default)
+		feature := "always applies"
+		if f.Feature != "" {
+			feature = "`" + f.Feature + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", f.Name, f.Scope, f.Path, f.Charts, f.Default, feature)
 	}
 	if got, want := s[i+len(begin):j], b.String(); got != want {
 		t.Errorf("docs/features.md's label table differs from the code; replace it with:\n%s", want)

@@ -117,6 +117,9 @@ func (c *RegistriesConfig) validate(p *problems, format string) {
 // chart default.
 func (r *render) registries(v map[string]any) {
 	c := &r.cfg.Registries
+	if !r.registriesOn() {
+		return
+	}
 	set, field, ok := r.feature("registry_mirror_set")
 	if !ok {
 		set, field = c.DefaultMirrorSet, "registries.default_mirror_set"
@@ -161,6 +164,33 @@ func (r *render) registries(v map[string]any) {
 		}
 		v["trustedCAs"] = cas
 	}
+	// The label reported itself (featureOn); what only the site's section sets is said here.
+	if _, set := v["registryMirrors"]; set && !ok {
+		r.deviate("registryMirrors", "the site's registries section sets it; magnum-capi-helm has no such feature")
+	}
+	if _, set := v["trustedCAs"]; set {
+		r.deviate("trustedCAs", "the site's registries.trusted_ca_files set it; magnum-capi-helm has no such feature")
+	}
+}
+
+// registriesOn reports whether the site's registries section (mirrors, trusted CAs,
+// credentials) applies to this cluster: feature registries, held back on an adopted
+// cluster like the registry_mirror_set label. The warning is given once.
+func (r *render) registriesOn() bool {
+	if r.featureAllowed("registries") {
+		return true
+	}
+	c := &r.cfg.Registries
+	if c.DefaultMirrorSet != "" || c.DropChartMirrors || len(c.TrustedCAs) > 0 || len(c.Auth) > 0 {
+		if !r.adoption.warned["registries"] {
+			r.adoption.warned["registries"] = true
+			r.warn("registries: ignored: the cluster was created by %s and adopted, and feature registries is not in its %s label (applying it changes the machines that driver built)",
+				r.ev.Adopted.Driver, adoptedFeaturesLabel)
+		}
+	}
+	// The label is read (and warned about) as any feature label is.
+	r.feature("registry_mirror_set")
+	return false
 }
 
 // registrySecretName is the Secret holding the registryAuth values.
@@ -173,6 +203,9 @@ func (r *render) registrySecretName() string { return magnum.ResourceName(r.rele
 // HelmRelease is gone.
 func (r *render) registrySecret(ns string) []*corev1.Secret {
 	auth := r.cfg.Registries.Auth
+	if !r.registriesOn() {
+		return nil
+	}
 	if len(auth) == 0 || r.cfg.Format == FormatArgo {
 		return nil
 	}
@@ -192,8 +225,9 @@ func (r *render) registrySecret(ns string) []*corev1.Secret {
 
 // valuesFrom points the HelmRelease at the registry credentials Secret, when there is one.
 func (r *render) valuesFrom(string) []helmv2.ValuesReference {
-	if len(r.cfg.Registries.Auth) == 0 {
+	if len(r.cfg.Registries.Auth) == 0 || !r.registriesOn() {
 		return nil
 	}
+	r.deviate("valuesFrom", "the site's registries.auth reaches the chart's registryAuth through Secret %s; magnum-capi-helm has no such feature", r.registrySecretName())
 	return []helmv2.ValuesReference{{Kind: "Secret", Name: r.registrySecretName(), ValuesKey: RegistryValuesKey}}
 }

@@ -71,6 +71,7 @@ func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
 		ClusterName: ev.Cluster.Name, ProjectID: ev.Cluster.ProjectID}
 
 	r.identity(res)
+	r.readAdoption()
 	r.chart, r.devs = chartFor(ev, cfg, &r.p)
 	res.Chart = r.chart
 	if len(cfg.ManagementCluster.CAPOAPIVersions) == 0 && r.chart.CAPOAPIVersion() != "v1beta1" {
@@ -102,6 +103,7 @@ func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
 		return nil, err
 	}
 	res.Deviations = r.devs
+	res.Warnings = append(res.Warnings, r.warnings...)
 	return res, nil
 }
 

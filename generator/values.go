@@ -26,6 +26,9 @@ type render struct {
 	patches []kustomize.Patch
 	// zeroGroups are the autoscaled node groups that may scale from zero.
 	zeroGroups []zeroGroup
+	// adoption holds back the features an adopted cluster is not opted in for.
+	adoption adoption
+	warnings []string
 }
 
 // Deviation records a place where the output differs on purpose from what magnum-capi-helm

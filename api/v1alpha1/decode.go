@@ -16,7 +16,7 @@ import (
 // cluster_template and nodegroups are accepted because Magnum's objects carry many fields
 // the driver does not read.
 var eventKeys = []string{"apiVersion", "kind", "id", "operation", "nodegroup", "context",
-	"cluster", "cluster_template", "nodegroups", "resolved", "secrets", "params", "magnum"}
+	"cluster", "cluster_template", "nodegroups", "resolved", "secrets", "params", "magnum", "adopted"}
 
 // strictSections are the event's sections that magnum-gitops defines, decoded strictly.
 var strictSections = []struct {
@@ -28,6 +28,7 @@ var strictSections = []struct {
 	{"secrets", func() any { return &SecretMaterial{} }},
 	{"params", func() any { return &Params{} }},
 	{"magnum", func() any { return &Origin{} }},
+	{"adopted", func() any { return &Adoption{} }},
 }
 
 // DecodeEvent parses a ClusterEvent from YAML or JSON and checks its shape (apiVersion,

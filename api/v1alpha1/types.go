@@ -60,6 +60,21 @@ type ClusterEvent struct {
 	Params *Params `json:"params,omitempty"`
 	// Magnum says which Magnum and driver sent the event, for the record.
 	Magnum *Origin `json:"magnum,omitempty"`
+	// Adopted marks a cluster another driver created and magnum-gitops took over: its
+	// machines were built from that driver's values, so no feature beyond the driver
+	// reaches it until the adopted_features label opts the feature in. The cluster's
+	// record in the repository keeps it, so later events need not carry it.
+	Adopted *Adoption `json:"adopted,omitempty"`
+}
+
+// Adoption says which driver created an adopted cluster and when magnum-gitops took it
+// over.
+type Adoption struct {
+	// Driver is the Magnum driver that created the cluster (k8s_capi_helm_v1 for
+	// magnum-capi-helm).
+	Driver string `json:"driver"`
+	// At is when magnum-gitops adopted the cluster (RFC 3339), for the record.
+	At string `json:"at,omitempty"`
 }
 
 // Params are the arguments of the Magnum driver call behind an event.
