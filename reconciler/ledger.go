@@ -182,7 +182,7 @@ func checkReusedID(base Tree, record string, ev *v1alpha1.ClusterEvent) error {
 	if !ok || (plainID(ev.ID) && !bytes.Contains(data, []byte(ev.ID))) {
 		return nil
 	}
-	want, err := Record(ev)
+	want, err := Record(inherit(ev, data))
 	if err != nil || bytes.Equal(want, data) {
 		return nil // a retry (or an event that does not encode, which the plan reports)
 	}

@@ -136,6 +136,9 @@ func summary(res *generator.Result, fs *generator.FileSet, old map[string]any) [
 	for _, d := range res.Deviations {
 		lines = append(lines, "differs from magnum-capi-helm on "+d.Key)
 	}
+	for _, w := range res.Warnings {
+		lines = append(lines, "warning: "+w)
+	}
 	return lines
 }
 

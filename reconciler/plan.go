@@ -36,9 +36,21 @@ func (pl *Plan) NoOp() bool { return len(pl.Changes) == 0 }
 // Paths returns the changed paths, sorted.
 func (pl *Plan) Paths() []string { return slices.Sorted(maps.Keys(pl.Changes)) }
 
-// Plan runs the encode and diff steps for a rendered event against what tree holds.
+// Plan runs the encode and diff steps for a rendered event against what tree holds. An
+// event for a cluster whose record says it was adopted is rendered again as adopted
+// (inherit): the plan's Event and Result are then that event's.
 func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree Tree) (*Plan, error) {
 	dir := generator.ClusterDir(p.Config, res.Namespace, res.ReleaseName)
+	if rec, ok, err := tree.ReadFile(path.Join(dir, RecordFile)); err != nil {
+		return nil, stepError("read", err)
+	} else if in := inherit(ev, rec); ok && in != ev {
+		again, err := generator.Render(in, p.Config)
+		if err != nil {
+			return nil, stepError("render", err)
+		}
+		again.EventDigest = res.EventDigest
+		ev, res = in, again
+	}
 	names, err := tree.ListDir(dir)
 	if err != nil {
 		return nil, stepError("read", err)

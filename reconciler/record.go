@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
@@ -45,6 +47,25 @@ func ReadRecord(data []byte) (*v1alpha1.ClusterEvent, error) {
 		return nil, fmt.Errorf("%s: %w", RecordFile, err)
 	}
 	return ev, nil
+}
+
+// inherit is an event as the repository takes it: what a cluster's record keeps across
+// events — its adoption, which Magnum's later events do not carry — laid over an event that
+// does not say it. It returns ev itself when there is nothing to inherit, else a copy.
+func inherit(ev *v1alpha1.ClusterEvent, record []byte) *v1alpha1.ClusterEvent {
+	// Most records hold no adoption: the key's absence from the bytes proves it cheaply.
+	if ev.Adopted != nil || !bytes.Contains(record, []byte("adopted")) {
+		return ev
+	}
+	var rec struct {
+		Adopted *v1alpha1.Adoption `json:"adopted"`
+	}
+	if yaml.Unmarshal(record, &rec) != nil || rec.Adopted == nil {
+		return ev // a corrupt record is the plan's to overwrite
+	}
+	c := *ev
+	c.Adopted = rec.Adopted
+	return &c
 }
 
 // sameEvent reports whether a record read back (in whatever encoding it was written) holds
