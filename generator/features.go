@@ -36,9 +36,9 @@ type featureLabel struct {
 	// Feature is the name the adopted_features label opts the label in by, on a cluster
 	// another driver created; empty for a label that is never held back.
 	Feature string
-	// driver marks a label the driver already reads (documented here for what we add to
-	// it); it has no entry in features.label_defaults.
-	driver bool
+	// field marks a row that is a Magnum field, not a feature label (min_node_count,
+	// node_labels, node_taints): it has no entry in features.label_defaults.
+	field bool
 }
 
 // Chart versions that introduced a value the features use.
@@ -66,6 +66,8 @@ var featureLabels = []featureLabel{
 	{"server_group_id", scopeNodeGroup, "`nodeGroups[].serverGroupId`", "all", "unset: no server group", "placement", false},
 	{"control_plane_server_group_id", scopeCluster, "`controlPlane.serverGroupId`", "all", "unset: no server group", "placement", false},
 	{"min_node_count", "node group field; label (default worker)", "`0` → `nodeGroups[].machineCountMin: 0`, and post-renderer: MachineDeployment `capacity.cluster-autoscaler.kubernetes.io/{cpu,memory,ephemeral-disk,labels}`", "≥ " + scaleFromZeroSince + ", Flux", "below 1 refused on older charts (the driver's rule)", "", true},
+	{"node_labels", "node group field (Magnum API 1.14), worker groups", "`nodeGroups[].nodeLabels`", "all", "unset: the chart's node-group label only", "node_labels", true},
+	{"node_taints", "node group field (Magnum API 1.14), worker groups", "`nodeGroups[].kubeadmConfigSpec.joinConfiguration.nodeRegistration.taints`", "all", "unset: no taints", "node_taints", true},
 	{"autoscaler_gpu_count", scopeNodeGroup, "post-renderer: MachineDeployment `capacity.cluster-autoscaler.kubernetes.io/gpu-count`", "≥ " + scaleFromZeroSince + ", Flux", "unset: no GPU", "scale_from_zero", false},
 	{"autoscaler_gpu_type", scopeNodeGroup, "post-renderer: MachineDeployment `capacity.cluster-autoscaler.kubernetes.io/gpu-type`", "≥ " + scaleFromZeroSince + ", Flux", "`nvidia.com/gpu`", "scale_from_zero", false},
 	{"certificates_expiry_days", scopeCluster, "`controlPlane.certificatesExpiryDays` (chart ≥ " + certificatesExpiryValueSince + "); else post-renderer: KubeadmControlPlane `spec.rolloutBefore.certificatesExpiryDays`", "all (Flux); ≥ " + certificatesExpiryValueSince + " (Argo CD)", "unset: no automatic rotation", "certificate_rotation", false},
@@ -84,7 +86,7 @@ var featureLabels = []featureLabel{
 func IsFeatureLabel(key string) bool {
 	for _, f := range featureLabels {
 		if f.Name == key {
-			return !f.driver
+			return !f.field
 		}
 	}
 	return false

@@ -136,6 +136,7 @@ func (r *render) nodeGroups(groups []group) []any {
 	autoscaled := false
 	for _, g := range groups {
 		if g.IsMaster() {
+			r.nodeProperties(g, nil)
 			continue
 		}
 		name := magnum.SanitizedName(g.Name)
@@ -185,6 +186,10 @@ func (r *render) nodeGroups(groups []group) []any {
 					r.zeroGroups = append(r.zeroGroups, zeroGroup{group: g, name: name})
 				}
 			}
+		}
+		labels, taints := r.nodeProperties(g, entry)
+		if n := len(r.zeroGroups); n > 0 && r.zeroGroups[n-1].field == g.field {
+			r.zeroGroups[n-1].nodeLabels, r.zeroGroups[n-1].taints = labels, taints
 		}
 		out = append(out, entry)
 	}

@@ -3,7 +3,10 @@ package generator
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
@@ -26,6 +29,10 @@ type zeroGroup struct {
 	group
 	// name is the group's chart name.
 	name string
+	// nodeLabels and taints are the group's node_labels and node_taints as rendered
+	// (none when held back or refused).
+	nodeLabels map[string]string
+	taints     []v1alpha1.Taint
 }
 
 // allowScaleFromZero says whether a minimum of lo machines is allowed: the driver requires
@@ -57,7 +64,10 @@ func (r *render) scaleFromZero(v map[string]any) {
 		ann := map[string]any{
 			capacityPrefix + "cpu":    fmt.Sprint(f.VCPUs),
 			capacityPrefix + "memory": fmt.Sprintf("%dMi", f.RAMMB),
-			capacityPrefix + "labels": nodeGroupLabel + "=" + zg.name,
+			capacityPrefix + "labels": zeroGroupLabels(zg),
+		}
+		if taints := zeroGroupTaints(zg); taints != "" {
+			ann[capacityPrefix+"taints"] = taints
 		}
 		// The node's disk: its root volume when it boots from one, else the flavor's disk.
 		if rv, ok := section(v, "nodeGroupDefaults")["machineRootVolume"].(map[string]any); ok {
@@ -91,4 +101,26 @@ func (r *render) scaleFromZero(v map[string]any) {
 		r.postRender(g.at("min_node_count"), "scaling "+strings.TrimSpace(g.Name)+" from zero (capacity annotations)",
 			capiGroup, "MachineDeployment", name, map[string]any{"metadata": map[string]any{"annotations": ann}})
 	}
+}
+
+// zeroGroupLabels is the labels annotation of an empty group: the chart's node-group label
+// and the group's node_labels, as its nodes will have them, so that a pod selecting them
+// scales the group up.
+func zeroGroupLabels(zg zeroGroup) string {
+	labels := []string{nodeGroupLabel + "=" + zg.name}
+	for k, v := range zg.nodeLabels {
+		labels = append(labels, k+"="+v)
+	}
+	slices.Sort(labels[1:])
+	return strings.Join(labels, ",")
+}
+
+// zeroGroupTaints is the taints annotation of an empty group (key=value:effect, comma
+// separated), so that the autoscaler knows which pods its nodes will accept.
+func zeroGroupTaints(zg zeroGroup) string {
+	out := make([]string, 0, len(zg.taints))
+	for _, t := range zg.taints {
+		out = append(out, t.Key+"="+t.Value+":"+t.Effect)
+	}
+	return strings.Join(out, ",")
 }

@@ -157,6 +157,11 @@ func newClusterDiff(rec *v1alpha1.ClusterEvent, m clusterState) *clusterDiff {
 		if deleting(mg.Status) && !deleting(rg.Status) {
 			g.Status = rg.Status // its deletion is a step of its own
 		}
+		if mg.NodeLabels == nil && mg.NodeTaints == nil {
+			// Magnum's API shows them from 1.14 on, the poller speaks 1.10: not shown is
+			// not removed, and what the shim recorded stays.
+			g.NodeLabels, g.NodeTaints = rg.NodeLabels, rg.NodeTaints
+		}
 		s.NodeGroups = append(s.NodeGroups, g)
 	}
 	for _, rg := range recState.NodeGroups {

@@ -189,6 +189,26 @@ func TestDiffCluster(t *testing.T) {
 	}
 }
 
+// TestDiffKeepsNodeProperties: Magnum shows node labels and taints only from API 1.14
+// on; a poll that does not see them keeps the recorded ones in the events it makes.
+func TestDiffKeepsNodeProperties(t *testing.T) {
+	t.Parallel()
+	s := magnumView()
+	s.NodeGroups[1].NodeLabels = map[string]string{"example.org/tier": "gpu"}
+	s.NodeGroups[1].NodeTaints = []v1alpha1.Taint{{Key: "k", Effect: "NoSchedule"}}
+	rec := recorded(s, v1alpha1.CreateCluster)
+	m := magnumView()
+	m.NodeGroups[1].NodeCount, m.Cluster.NodeCount = 5, ptrTo(5)
+	steps := diffCluster(rec, m)
+	if len(steps) != 1 || steps[0].Op != v1alpha1.ResizeCluster {
+		t.Fatalf("steps %v, want one resize", opsOf(steps))
+	}
+	g := steps[0].State.NodeGroups[1]
+	if g.NodeCount != 5 || g.NodeLabels["example.org/tier"] != "gpu" || len(g.NodeTaints) != 1 {
+		t.Errorf("resized group %+v lost the recorded node labels or taints", g)
+	}
+}
+
 func opsOf(steps []step) []string {
 	var out []string
 	for _, s := range steps {

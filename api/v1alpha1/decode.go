@@ -92,6 +92,7 @@ func DecodeEvent(data []byte) (*ClusterEvent, error) {
 	if !slices.Contains(Operations, ev.Operation) {
 		p.add("operation", "unknown operation %q (valid: %s)", ev.Operation, joinOps())
 	}
+	clusterID(&p, &ev)
 	checkText(&p, &ev)
 	checkCounts(&p, &ev)
 	if err := p.err(); err != nil {
@@ -161,6 +162,19 @@ func typeName(t reflect.Type) string {
 		return "a map"
 	}
 	return "an object"
+}
+
+// clusterID takes Magnum's cluster_id (API 1.13 and later) as stack_id, the same column
+// under its older name, so that everything past decoding reads stack_id only.
+func clusterID(p *problems, ev *ClusterEvent) {
+	c := &ev.Cluster
+	switch {
+	case c.ClusterID == "":
+	case c.StackID == "":
+		c.StackID = c.ClusterID
+	case c.StackID != c.ClusterID:
+		p.add("cluster.cluster_id", "differs from cluster.stack_id; Magnum keeps them in one column (cluster_id is stack_id's name from API 1.13 on)")
+	}
 }
 
 // checkText refuses control characters in the fields that reach commit messages, branch

@@ -48,6 +48,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"unknown top-level key", good + "clutser: {}\n", "clutser", "unknown field"},
 		{"cluster labels a list", strings.Replace(good, "  labels: {}\n", "  labels: [a]\n", 1), "cluster.labels", "labels must be a map"},
 		{"a node group label a mapping", before + "nodegroups:" + strings.Replace(groups, "  labels: {}\n", "  labels: {x: {y: 1}}\n", 1), "nodegroups[default-master].labels", `label "x" must be a string`},
+		{"cluster_id unlike stack_id", strings.Replace(good, "  stack_id: prod-a-2b7xq4mzkd5h\n", "  stack_id: prod-a-2b7xq4mzkd5h\n  cluster_id: prod-b-000000000000\n", 1), "cluster.cluster_id", "differs from cluster.stack_id"},
 		{"anchor in a secret", strings.Replace(good, "secret: fixture-appcred-secret-NOT-REAL-7f3a", "secret: *fixture-appcred-secret-NOT-REAL-7f3a", 1), "(document)", "unknown anchor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,6 +68,34 @@ func TestDecodeRefuses(t *testing.T) {
 	}
 	if _, err := v1alpha1.DecodeEvent([]byte("---\n" + good + "...\n")); err != nil {
 		t.Errorf("one document with markers: %v", err)
+	}
+}
+
+// TestDecodeClusterID: Magnum's API names stack_id cluster_id from microversion 1.13 on;
+// an event read from it carries cluster_id alone, and decodes with stack_id set.
+func TestDecodeClusterID(t *testing.T) {
+	t.Parallel()
+	good := fixture(t, "01-prod-a-create.yaml")
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"cluster_id alone", "  stack_id: prod-a-2b7xq4mzkd5h\n", "  cluster_id: prod-a-2b7xq4mzkd5h\n", "prod-a-2b7xq4mzkd5h"},
+		{"both, equal", "  stack_id: prod-a-2b7xq4mzkd5h\n", "  stack_id: prod-a-2b7xq4mzkd5h\n  cluster_id: prod-a-2b7xq4mzkd5h\n", "prod-a-2b7xq4mzkd5h"},
+		{"stack_id alone", "", "", "prod-a-2b7xq4mzkd5h"},
+		{"neither", "  stack_id: prod-a-2b7xq4mzkd5h\n", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			doc := good
+			if tc.from != "" {
+				doc = strings.Replace(good, tc.from, tc.to, 1)
+			}
+			ev, err := v1alpha1.DecodeEvent([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Cluster.StackID != tc.want {
+				t.Errorf("stack_id %q, want %q", ev.Cluster.StackID, tc.want)
+			}
+		})
 	}
 }
 

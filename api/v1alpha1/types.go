@@ -104,11 +104,14 @@ type RequestContext struct {
 // Cluster holds the Magnum cluster fields the driver reads, with the API's field names.
 // Other Magnum fields may be present in the document and are ignored.
 type Cluster struct {
-	UUID              string `json:"uuid"`
-	Name              string `json:"name"`
-	ProjectID         string `json:"project_id"`
-	UserID            string `json:"user_id,omitempty"`
-	StackID           string `json:"stack_id,omitempty"`
+	UUID      string `json:"uuid"`
+	Name      string `json:"name"`
+	ProjectID string `json:"project_id"`
+	UserID    string `json:"user_id,omitempty"`
+	StackID   string `json:"stack_id,omitempty"`
+	// ClusterID is stack_id as Magnum's API names it from microversion 1.13 on (the same
+	// column); it is read when stack_id is absent.
+	ClusterID         string `json:"cluster_id,omitempty"`
 	Keypair           string `json:"keypair,omitempty"`
 	MasterFlavorID    string `json:"master_flavor_id,omitempty"`
 	FlavorID          string `json:"flavor_id,omitempty"`
@@ -146,17 +149,28 @@ type ClusterTemplate struct {
 
 // NodeGroup is a Magnum node group.
 type NodeGroup struct {
-	UUID         string        `json:"uuid,omitempty"`
-	Name         string        `json:"name"`
-	Role         string        `json:"role,omitempty"`
-	FlavorID     string        `json:"flavor_id,omitempty"`
-	NodeCount    int           `json:"node_count"`
-	MinNodeCount *int          `json:"min_node_count,omitempty"`
-	MaxNodeCount *int          `json:"max_node_count,omitempty"`
-	IsDefault    bool          `json:"is_default,omitempty"`
-	Labels       Labels        `json:"labels,omitempty"`
-	Status       ClusterStatus `json:"status,omitempty"`
-	UpdatedAt    string        `json:"updated_at,omitempty"`
+	UUID         string `json:"uuid,omitempty"`
+	Name         string `json:"name"`
+	Role         string `json:"role,omitempty"`
+	FlavorID     string `json:"flavor_id,omitempty"`
+	NodeCount    int    `json:"node_count"`
+	MinNodeCount *int   `json:"min_node_count,omitempty"`
+	MaxNodeCount *int   `json:"max_node_count,omitempty"`
+	IsDefault    bool   `json:"is_default,omitempty"`
+	Labels       Labels `json:"labels,omitempty"`
+	// NodeLabels and NodeTaints (Magnum API 1.14, worker groups only) are put on the
+	// group's Kubernetes nodes.
+	NodeLabels map[string]string `json:"node_labels,omitempty"`
+	NodeTaints []Taint           `json:"node_taints,omitempty"`
+	Status     ClusterStatus     `json:"status,omitempty"`
+	UpdatedAt  string            `json:"updated_at,omitempty"`
+}
+
+// Taint is a Kubernetes node taint as Magnum's node group API takes it.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
 }
 
 // Resolved carries what the driver looks up in OpenStack at every render.
