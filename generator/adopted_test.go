@@ -13,7 +13,7 @@ import (
 
 // adopt marks an event as a cluster magnum-capi-helm created.
 func adopt(ev *v1alpha1.ClusterEvent) {
-	ev.Adopted = &v1alpha1.Adoption{Driver: "k8s_capi_helm_v1", At: "2026-11-26T18:00:00Z"}
+	ev.Adopted = &v1alpha1.Adoption{Driver: "k8s_capi_helm_v1"}
 }
 
 // withoutFeatureLabels removes every feature label from the event and returns their fields.

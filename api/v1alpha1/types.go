@@ -67,14 +67,12 @@ type ClusterEvent struct {
 	Adopted *Adoption `json:"adopted,omitempty"`
 }
 
-// Adoption says which driver created an adopted cluster and when magnum-gitops took it
-// over.
+// Adoption says which driver created an adopted cluster; the commit that adopted it says
+// when.
 type Adoption struct {
 	// Driver is the Magnum driver that created the cluster (k8s_capi_helm_v1 for
 	// magnum-capi-helm).
 	Driver string `json:"driver"`
-	// At is when magnum-gitops adopted the cluster (RFC 3339), for the record.
-	At string `json:"at,omitempty"`
 }
 
 // Params are the arguments of the Magnum driver call behind an event.

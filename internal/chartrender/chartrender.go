@@ -1,6 +1,7 @@
 // Package chartrender renders a packaged Helm chart offline with the Helm Go SDK, the way
-// helm-controller renders it, and parses the result into objects. It is used by tests to
-// check generated values against the real openstack-cluster chart.
+// helm-controller renders it, and parses the result into objects. Tests use it to check
+// generated values against the real openstack-cluster chart; migrate uses it to see which
+// objects a change of values would change before a cluster is adopted.
 package chartrender
 
 import (
@@ -80,17 +81,26 @@ func LoadVersion(version string) (*chart.Chart, error) {
 	return ch, nil
 }
 
-// Render renders the chart with the given values as a client-only dry-run install, the
-// same code path helm template uses. Values are round-tripped through JSON first, as
-// helm-controller receives them, so numbers are float64 as the templates expect.
+// Render renders the chart with the given values (Manifest) and parses the objects.
 func Render(ch *chart.Chart, release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	raw, err := json.Marshal(values)
+	m, err := Manifest(ch, release, namespace, values)
 	if err != nil {
 		return nil, err
 	}
+	return Parse(strings.NewReader(m))
+}
+
+// Manifest renders the chart with the given values as a client-only dry-run install, the
+// same code path helm template uses. Values are round-tripped through JSON first, as
+// helm-controller receives them, so numbers are float64 as the templates expect.
+func Manifest(ch *chart.Chart, release, namespace string, values map[string]any) (string, error) {
+	raw, err := json.Marshal(values)
+	if err != nil {
+		return "", err
+	}
 	vals, err := chartutil.ReadValues(raw)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.ClientOnly = true
@@ -101,9 +111,9 @@ func Render(ch *chart.Chart, release, namespace string, values map[string]any) (
 	install.DisableHooks = true
 	rel, err := install.Run(ch, vals.AsMap())
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return Parse(strings.NewReader(rel.Manifest))
+	return rel.Manifest, nil
 }
 
 // Parse splits a multi-document YAML stream into objects, skipping empty documents.

@@ -66,15 +66,25 @@ func (s Source) List(ctx context.Context, gvk schema.GroupVersionKind) ([]*unstr
 	return out, nil
 }
 
-// StartCache starts an informer cache on the management cluster of a kubeconfig (empty:
-// $KUBECONFIG, ~/.kube/config, then in-cluster) and waits up to timeout for it to sync. It
-// stops with ctx.
-func StartCache(ctx context.Context, kubeconfig string, timeout time.Duration) (cache.Cache, *rest.Config, error) {
+// RESTConfig reaches the management cluster of a kubeconfig as kubectl would: the file
+// given, else $KUBECONFIG, ~/.kube/config, then in-cluster.
+func RESTConfig(kubeconfig string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// StartCache starts an informer cache on the management cluster of a kubeconfig (empty:
+// $KUBECONFIG, ~/.kube/config, then in-cluster) and waits up to timeout for it to sync. It
+// stops with ctx.
+func StartCache(ctx context.Context, kubeconfig string, timeout time.Duration) (cache.Cache, *rest.Config, error) {
+	cfg, err := RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, nil, err
 	}
 	c, err := cache.New(cfg, CacheOptions())
 	if err != nil {

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
+	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+)
+
+// driverInstalled stores, in the API server's Helm storage, the release magnum-capi-helm
+// installs for ev: the chart with the driver's values (the generator's for a cluster
+// without features; the parity tests hold them to the driver's).
+func driverInstalled(t *testing.T, ev *v1alpha1.ClusterEvent) {
+	t.Helper()
+	plain := *ev
+	plain.Cluster.Labels = v1alpha1.Labels{}
+	for k, v := range ev.Cluster.Labels {
+		if !generator.IsFeatureLabel(k) {
+			plain.Cluster.Labels[k] = v
+		}
+	}
+	cfg := generator.DefaultConfig()
+	res, err := generator.Render(&plain, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := chartrender.LoadVersion(res.Chart.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := env.EnsureNamespace(ctx, res.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(res.Namespace)))
+	if err := st.Create(&release.Release{Name: res.ReleaseName, Namespace: res.Namespace, Version: 1, Chart: ch,
+		Config: res.Values, Info: &release.Info{Status: release.StatusDeployed}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigrate: two clusters the driver installed — one whose adoption changes nothing, one
+// whose availability_zone label, opted in, would replace its workers. --dry-run reports
+// both and writes nothing; a run commits the first only; a second run commits nothing
+// more; --allow-rollout commits the second.
+func TestMigrate(t *testing.T) {
+	testenv.Require(t, env)
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := v1alpha1.DecodeEvent(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := v1alpha1.DecodeEvent(data)
+	b.Cluster.UUID, b.Cluster.Name, b.Cluster.StackID = "5d1e3c7a-9b2f-4e6d-8a1c-3f5b7d9e2a41", "prod-b", "prod-b-7k2m9x4q8w1z"
+	b.Cluster.Labels = v1alpha1.Labels{"availability_zone": "az-1", "adopted_features": "placement"}
+	driverInstalled(t, a)
+	driverInstalled(t, b)
+	var stream []byte
+	for _, ev := range []*v1alpha1.ClusterEvent{a, b} {
+		doc, err := yaml.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream = append(append(stream, "---\n"...), doc...)
+	}
+	write := fileWriter(t)
+	clusters := write("clusters.yaml", string(stream))
+	kc, err := env.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := write("kubeconfig", string(kc))
+	cfg, _ := sopsConfigFile(t)
+	remote := filepath.Join(t.TempDir(), "clusters.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", remote).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	t.Cleanup(func() { leakcheck.Repo(t, remote) })
+	doc, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, append(doc, "git:\n  url: file://"+remote+"\n"...), 0o600)
+	commits := func() []string {
+		out, err := exec.Command("git", "-C", remote, "log", "--format=%s", "main").CombinedOutput()
+		if err != nil {
+			return nil // no branch yet
+		}
+		return strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(out)), " ", "_"))
+	}
+	args := []string{"migrate", "-f", clusters, "--config", cfg, "--kubeconfig", kubeconfig}
+
+	out, _, err := run(t, "", append(args, "--dry-run", "-o", "json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []struct {
+		ClusterName string   `json:"cluster_name"`
+		Outcome     string   `json:"outcome"`
+		Changes     []string `json:"changes"`
+		Rollout     []string `json:"rollout"`
+	}
+	if err := json.Unmarshal([]byte(out), &reports); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(reports) != 2 || reports[0].Outcome != "identical" || reports[1].Outcome != "differs" ||
+		len(reports[1].Rollout) != 1 || !strings.HasPrefix(reports[1].Rollout[0], "MachineDeployment/prod-b-7k2m9x4q8w1z-default-worker") {
+		t.Fatalf("reports = %+v", reports)
+	}
+	if c := commits(); len(c) != 0 {
+		t.Fatalf("--dry-run committed %v", c)
+	}
+
+	out, errOut, err := run(t, "", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "prod-b") || !strings.Contains(out, "replaces machines: MachineDeployment/prod-b-7k2m9x4q8w1z-default-worker") ||
+		!strings.Contains(errOut, "skipped: adopting it replaces machines") {
+		t.Errorf("report or log lacks the rollout:\n%s\n%s", out, errOut)
+	}
+	if c := commits(); len(c) != 1 || !strings.HasPrefix(c[0], "magnum:_update_cluster_prod-a") {
+		t.Fatalf("commits %v, want prod-a's adoption only", c)
+	}
+	if _, _, err := run(t, "", args...); err != nil {
+		t.Fatal(err)
+	}
+	if c := commits(); len(c) != 1 {
+		t.Errorf("a second run committed again: %v", c)
+	}
+	if _, _, err := run(t, "", append(args, "--allow-rollout", "prod-b")...); err != nil {
+		t.Fatal(err)
+	}
+	if c := commits(); len(c) != 2 || !strings.HasPrefix(c[0], "magnum:_update_cluster_prod-b") {
+		t.Errorf("--allow-rollout prod-b: commits %v", c)
+	}
+}
+
+// TestMigrateBadInput: a document that is not a ClusterEvent refuses the run by its place in
+// the stream, exit status 2, before the management cluster or Git is reached.
+func TestMigrateBadInput(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := fileWriter(t)
+	clusters := write("clusters.yaml", "---\n"+string(data)+"---\napiVersion: magnum-gitops.io/v1alpha1\nkind: ClusterEvent\noperation: explode\n")
+	cfg := write("config.yaml", "git: {url: file:///nonexistent.git}\n")
+	_, _, err = run(t, "", "migrate", "-f", clusters, "--config", cfg, "--kubeconfig", write("kubeconfig", "{}"))
+	if err == nil || !strings.Contains(err.Error(), "document 2") || !strings.Contains(err.Error(), "operation") || exitCode(io.Discard, err) != 2 {
+		t.Errorf("err = %v, want a refusal of document 2 naming operation, exit 2", err)
+	}
+}
