@@ -29,8 +29,8 @@
 // protected ref) fails at once with a *PushRejectedError.
 //
 // Review mode (Change.Review) pushes to a review branch created from Options.Branch and
-// opens a pull request through a PullRequester (Gitea or GitHub). A review branch is
-// never Options.Branch, empty, or one of Options.ProtectedBranches.
+// opens a pull request through a PullRequester (gitrepo/forge: Gitea, GitHub). A review
+// branch is never Options.Branch, empty, or one of Options.ProtectedBranches.
 //
 // Reading: Snapshot (and Repo's ReadFile, ListDir, ListFiles) read the branch as last
 // fetched or pushed; Walk goes through its first-parent history with parsed trailers.

@@ -73,16 +73,16 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next 
 // retried; any other refusal of the ref is permanent.
 func checkReport(report *packp.ReportStatus, remoteSaid string) error {
 	if report.UnpackStatus != "ok" {
-		return fmt.Errorf("gitrepo: the remote could not unpack the push: %s", sanitize(report.UnpackStatus))
+		return fmt.Errorf("gitrepo: the remote could not unpack the push: %s", Sanitize(report.UnpackStatus))
 	}
 	for _, cs := range report.CommandStatuses {
 		if cs.Status == "ok" {
 			continue
 		}
 		if staleReason(cs.Status) {
-			return fmt.Errorf("%w: %s", errStale, sanitize(cs.Status))
+			return fmt.Errorf("%w: %s", errStale, Sanitize(cs.Status))
 		}
-		return &PushRejectedError{Ref: cs.ReferenceName.String(), Reason: sanitize(cs.Status), Message: sanitize(remoteSaid)}
+		return &PushRejectedError{Ref: cs.ReferenceName.String(), Reason: Sanitize(cs.Status), Message: Sanitize(remoteSaid)}
 	}
 	return nil
 }
@@ -105,9 +105,9 @@ func staleReason(status string) bool {
 	return false
 }
 
-// sanitize makes remote text safe to put in an error: one line, no control characters,
-// bounded.
-func sanitize(s string) string {
+// Sanitize makes text a remote (a Git server, a forge) sent safe to put in an error: one
+// line, no control characters, bounded.
+func Sanitize(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return ' '

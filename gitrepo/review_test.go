@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo/forge"
 )
 
 // fakeGitea implements the part of the Gitea API v1 that opens pull requests, from its
@@ -81,11 +82,11 @@ func TestReviewBranchAndPullRequest(t *testing.T) {
 	t.Parallel()
 	s := newGitServer(t)
 	url := s.newRepo("review", true)
-	forge := &fakeGitea{t: t, token: "gitea-token"}
-	api := httptest.NewServer(forge)
+	fake := &fakeGitea{t: t, token: "gitea-token"}
+	api := httptest.NewServer(fake)
 	defer api.Close()
 	o := testOptions(url)
-	o.PullRequests = &gitrepo.Gitea{BaseURL: api.URL, Owner: "cloud", Repo: "clusters", Token: "gitea-token"}
+	o.PullRequests = &forge.Gitea{BaseURL: api.URL, Owner: "cloud", Repo: "clusters", Token: "gitea-token"}
 	r := open(t, o)
 	main := strings.TrimSpace(git(t, s.dir("review"), "rev-parse", "main"))
 
@@ -104,7 +105,7 @@ func TestReviewBranchAndPullRequest(t *testing.T) {
 	if got, ok := fileAt(t, s.dir("review"), c.Branch, "c/prod-a/helmrelease.yaml"); !ok || string(got) != "replicas: 5\n" {
 		t.Errorf("review branch content = %q", got)
 	}
-	if p := forge.pulls[0]; p["base"].(map[string]any)["ref"] != "main" || p["title"] != c.Subject {
+	if p := fake.pulls[0]; p["base"].(map[string]any)["ref"] != "main" || p["title"] != c.Subject {
 		t.Errorf("pull request = %v", p)
 	}
 	// The same event again: no new commit, and the open pull request is reused.
@@ -114,8 +115,8 @@ func TestReviewBranchAndPullRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(forge.pulls) != 1 || res.PullRequestURL != "https://gitea.example.org/cloud/clusters/pulls/1" {
-		t.Errorf("second push opened another pull request: %d, %+v", len(forge.pulls), res)
+	if len(fake.pulls) != 1 || res.PullRequestURL != "https://gitea.example.org/cloud/clusters/pulls/1" {
+		t.Errorf("second push opened another pull request: %d, %+v", len(fake.pulls), res)
 	}
 	checkRepo(t, s.dir("review"))
 	onlyFastForwards(t, s.dir("review"), c.Branch)
@@ -131,7 +132,7 @@ func TestReviewBranchAndPullRequest(t *testing.T) {
 		t.Errorf("a branch was created for nothing: %q", out)
 	}
 
-	bad := &gitrepo.Gitea{BaseURL: api.URL, Owner: "cloud", Repo: "clusters", Token: "wrong"}
+	bad := &forge.Gitea{BaseURL: api.URL, Owner: "cloud", Repo: "clusters", Token: "wrong"}
 	if _, err := bad.OpenPullRequest(context.Background(), gitrepo.PullRequest{Head: "h", Base: "main", Title: "t"}); err == nil ||
 		!strings.Contains(err.Error(), "401") {
 		t.Errorf("wrong token: %v", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo/forge"
 )
 
 // Git is the --config "git:" section. Credentials are read from files, so they
@@ -143,14 +144,14 @@ func (g *Git) Options() (gitrepo.Options, error) {
 		if err != nil {
 			return o, err
 		}
-		o.PullRequests = &gitrepo.GitHub{BaseURL: gh.URL, Owner: gh.Owner, Repo: gh.Repo, Token: tok}
+		o.PullRequests = &forge.GitHub{BaseURL: gh.URL, Owner: gh.Owner, Repo: gh.Repo, Token: tok}
 	}
 	if gt := g.Review.Gitea; gt != nil {
 		tok, err := readSecretFile("git.review.gitea.token_file", gt.TokenFile)
 		if err != nil {
 			return o, err
 		}
-		o.PullRequests = &gitrepo.Gitea{BaseURL: gt.URL, Owner: gt.Owner, Repo: gt.Repo, Token: tok}
+		o.PullRequests = &forge.Gitea{BaseURL: gt.URL, Owner: gt.Owner, Repo: gt.Repo, Token: tok}
 	}
 	// Validate fills in defaults: it must run before o is copied into the return values.
 	err = o.Validate()

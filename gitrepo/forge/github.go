@@ -1,4 +1,4 @@
-package gitrepo
+package forge
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
 // GitHub opens pull requests through the GitHub REST API v3 (github.com or GitHub
@@ -24,7 +26,7 @@ type GitHub struct {
 	Client *http.Client
 }
 
-var _ PullRequester = (*GitHub)(nil)
+var _ gitrepo.PullRequester = (*GitHub)(nil)
 
 type githubPull struct {
 	Number  int    `json:"number"`
@@ -40,10 +42,10 @@ type githubError struct {
 	} `json:"errors"`
 }
 
-// OpenPullRequest implements PullRequester: POST /repos/{owner}/{repo}/pulls. When GitHub
+// OpenPullRequest implements gitrepo.PullRequester: POST /repos/{owner}/{repo}/pulls. When GitHub
 // answers 422 "A pull request already exists", it returns the open one, found with
 // GET /repos/{owner}/{repo}/pulls?head=owner:branch&state=open.
-func (g *GitHub) OpenPullRequest(ctx context.Context, pr PullRequest) (string, error) {
+func (g *GitHub) OpenPullRequest(ctx context.Context, pr gitrepo.PullRequest) (string, error) {
 	var created githubPull
 	status, body, err := g.call(http.MethodPost, g.path(""),
 		map[string]string{"head": pr.Head, "base": pr.Base, "title": pr.Title, "body": pr.Body}).do(ctx, &created)
@@ -94,7 +96,7 @@ func githubMessage(body []byte) string {
 			msg += "; " + v.Message
 		}
 	}
-	return sanitize(msg)
+	return gitrepo.Sanitize(msg)
 }
 
 func (g *GitHub) call(method, u string, body any) forgeCall {

@@ -1,4 +1,4 @@
-package gitrepo
+package forge
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
 // Gitea opens pull requests through the Gitea (and Forgejo) REST API v1.
@@ -20,7 +22,7 @@ type Gitea struct {
 	Client *http.Client
 }
 
-var _ PullRequester = (*Gitea)(nil)
+var _ gitrepo.PullRequester = (*Gitea)(nil)
 
 type giteaPull struct {
 	Number  int    `json:"number"`
@@ -30,9 +32,9 @@ type giteaPull struct {
 	} `json:"head"`
 }
 
-// OpenPullRequest implements PullRequester: POST /api/v1/repos/{owner}/{repo}/pulls. When a
+// OpenPullRequest implements gitrepo.PullRequester: POST /api/v1/repos/{owner}/{repo}/pulls. When a
 // pull request for the branch is already open (409 or 422), it returns that one.
-func (g *Gitea) OpenPullRequest(ctx context.Context, pr PullRequest) (string, error) {
+func (g *Gitea) OpenPullRequest(ctx context.Context, pr gitrepo.PullRequest) (string, error) {
 	var created giteaPull
 	status, _, err := g.call(http.MethodPost, g.path("pulls"),
 		map[string]string{"head": pr.Head, "base": pr.Base, "title": pr.Title, "body": pr.Body}).do(ctx, &created)

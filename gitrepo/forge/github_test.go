@@ -1,4 +1,4 @@
-package gitrepo_test
+package forge_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo/forge"
 )
 
 // fakeGitHub is a fake of the documented GitHub REST API v3 pulls endpoints (POST and GET
@@ -113,7 +114,7 @@ func TestGitHubPullRequests(t *testing.T) {
 	for _, prefix := range []string{"", "/api/v3"} {
 		fake := &fakeGitHub{t: t, prefix: prefix, token: "ghp-token", empty: map[string]bool{"magnum/empty": true}}
 		api := httptest.NewServer(fake)
-		gh := &gitrepo.GitHub{BaseURL: api.URL + prefix + "/", Owner: "octo", Repo: "clusters", Token: "ghp-token"}
+		gh := &forge.GitHub{BaseURL: api.URL + prefix + "/", Owner: "octo", Repo: "clusters", Token: "ghp-token"}
 		ctx := context.Background()
 		pr := gitrepo.PullRequest{Head: "magnum/prod-a/evt-1", Base: "main", Title: "magnum: resize prod-a", Body: "why\n\nMagnum-Event-ID: 1\n"}
 		for i := 0; i < 2; i++ { // the second finds the open one after a 422
@@ -142,27 +143,4 @@ func TestGitHubPullRequests(t *testing.T) {
 		}
 		api.Close()
 	}
-}
-
-// TestReviewWithGitHub: a review change pushed over git http-backend gets its pull
-// request from the GitHub fake.
-func TestReviewWithGitHub(t *testing.T) {
-	t.Parallel()
-	s := newGitServer(t)
-	fake := &fakeGitHub{t: t, prefix: "/api/v3", token: "ghp-token"}
-	api := httptest.NewServer(fake)
-	defer api.Close()
-	o := testOptions(s.newRepo("gh-review", true))
-	o.PullRequests = &gitrepo.GitHub{BaseURL: api.URL + "/api/v3", Owner: "octo", Repo: "clusters", Token: "ghp-token"}
-	r := open(t, o)
-	c := change("magnum: upgrade prod-a", map[string]string{"c/prod-a/helmrelease.yaml": "version: 2\n"})
-	c.Review, c.Branch = true, "magnum/prod-a/evt-9"
-	res, err := r.Apply(context.Background(), c)
-	if err != nil || res.PullRequestURL != "https://github.com/octo/clusters/pull/1" || res.Branch != c.Branch {
-		t.Fatalf("%+v %v", res, err)
-	}
-	if p := fake.pulls[0]; p["title"] != c.Subject || p["head"].(map[string]any)["ref"] != c.Branch {
-		t.Errorf("pull request = %v", p)
-	}
-	checkRepo(t, s.dir("gh-review"))
 }
