@@ -64,9 +64,11 @@ func Refuse(uuid, name string, err error) Report {
 	return Report{ClusterUUID: uuid, ClusterName: name, Outcome: Refused, Reason: err.Error()}
 }
 
-// Compare compares a rendered, adopted cluster with the release the driver installed. The
-// chart is rendered with both sets of values when the versions agree; when ours is another
-// chart version, the templates are assumed to change (the upgrade is a rollout of its own).
+// Compare compares a rendered, adopted cluster with the release the driver installed: its
+// values, and the objects that own machines in the release's manifest (as Helm stored it,
+// post-rendered if it was) against the release's chart rendered with our values and our
+// post-renderers. When ours is another chart version, the templates are assumed to change
+// (the upgrade is a rollout of its own).
 func Compare(live *release.Release, res *generator.Result) Report {
 	rep := Report{ClusterUUID: res.ClusterUUID, ClusterName: res.ClusterName, Namespace: res.Namespace,
 		Release: res.ReleaseName, Deviations: res.Deviations, Warnings: res.Warnings}
@@ -84,11 +86,12 @@ func Compare(live *release.Release, res *generator.Result) Report {
 	}
 	rep.Changes = changedPaths(theirs, ours)
 	if len(rep.Changes) == 0 && rep.Chart.Live == rep.Chart.Ours && !postRendered(res) {
+		// The same chart with the same values renders what the release holds.
 		rep.Outcome = Identical
 		return rep
 	}
-	rep.Outcome = Differs
 	if rep.Chart.Live != rep.Chart.Ours {
+		rep.Outcome = Differs
 		rep.Rollout = []string{fmt.Sprintf("chart %s → %s: the chart's templates change (not rendered; an upgrade of its own)", rep.Chart.Live, rep.Chart.Ours)}
 		return rep
 	}
@@ -97,6 +100,10 @@ func Compare(live *release.Release, res *generator.Result) Report {
 		return refused(rep, fmt.Errorf("rendering chart %s: %w", rep.Chart.Live, err))
 	}
 	rep.Rollout = rollout
+	rep.Outcome = Differs
+	if len(rep.Changes) == 0 && len(rep.Rollout) == 0 {
+		rep.Outcome = Identical // our post-renderers change nothing that owns machines
+	}
 	return rep
 }
 

@@ -7,10 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/kustomize"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
@@ -41,9 +44,10 @@ func clusterEvent(t *testing.T, change func(*v1alpha1.ClusterEvent)) *v1alpha1.C
 	return ev
 }
 
-func render(t *testing.T, ev *v1alpha1.ClusterEvent) *generator.Result {
+func render(t *testing.T, ev *v1alpha1.ClusterEvent, site ...helmv2.PostRenderer) *generator.Result {
 	t.Helper()
 	cfg := generator.DefaultConfig()
+	cfg.Flux.PostRenderers = site
 	res, err := generator.Render(ev, &cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -54,9 +58,9 @@ func render(t *testing.T, ev *v1alpha1.ClusterEvent) *generator.Result {
 // installed is the release the driver would have installed for ev: its chart, with the
 // values the driver sends (the generator's for a cluster without features: the parity
 // tests hold them to the driver's).
-func installed(t *testing.T, ev *v1alpha1.ClusterEvent) *release.Release {
+func installed(t *testing.T, ev *v1alpha1.ClusterEvent, site ...helmv2.PostRenderer) *release.Release {
 	t.Helper()
-	res := render(t, ev)
+	res := render(t, ev, site...)
 	ch, err := chartrender.LoadVersion(res.Chart.Version)
 	if errors.Is(err, chartrender.ErrNoCharts) && os.Getenv("CI") == "" {
 		t.Skip(err)
@@ -64,8 +68,20 @@ func installed(t *testing.T, ev *v1alpha1.ClusterEvent) *release.Release {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Helm stores the manifest it applied beside the values.
+	manifest, err := chartrender.Manifest(ch, res.ReleaseName, res.Namespace, res.Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(site) > 0 {
+		b, err := chartrender.PostRender([]byte(manifest), site)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest = string(b)
+	}
 	return &release.Release{Name: res.ReleaseName, Namespace: res.Namespace, Version: 1, Chart: ch, Config: res.Values,
-		Info: &release.Info{Status: release.StatusDeployed}}
+		Manifest: manifest, Info: &release.Info{Status: release.StatusDeployed}}
 }
 
 func adopted(labels map[string]string, change func(*v1alpha1.ClusterEvent)) func(*v1alpha1.ClusterEvent) {
@@ -87,6 +103,27 @@ func workers(n int) func(*v1alpha1.ClusterEvent) {
 	}
 }
 
+// mdPatch is a site post-renderer that puts a label at path of every MachineDeployment.
+func mdPatch(path ...string) []helmv2.PostRenderer {
+	patch := map[string]any{"site.example.org/rack": "r1"}
+	for i := len(path) - 1; i >= 0; i-- {
+		patch = map[string]any{path[i]: patch}
+	}
+	patch["apiVersion"], patch["kind"] = "cluster.x-k8s.io/v1beta1", "MachineDeployment"
+	meta, _ := patch["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		patch["metadata"] = meta
+	}
+	meta["name"] = "any"
+	doc, err := yaml.Marshal(patch)
+	if err != nil {
+		panic(err)
+	}
+	return []helmv2.PostRenderer{{Kustomize: &helmv2.Kustomize{Patches: []kustomize.Patch{{Patch: string(doc),
+		Target: &kustomize.Selector{Group: "cluster.x-k8s.io", Kind: "MachineDeployment"}}}}}}
+}
+
 // TestCompare: a cluster whose values are the release's is identical; a difference is
 // named by its value path; and only a difference that changes a MachineDeployment's
 // machine template or the control plane's machines counts as a rollout, as Cluster API
@@ -97,6 +134,8 @@ func TestCompare(t *testing.T) {
 		name     string
 		live     func(*v1alpha1.ClusterEvent)
 		ours     func(*v1alpha1.ClusterEvent)
+		liveSite []helmv2.PostRenderer // the post-renderers the release was installed with
+		oursSite []helmv2.PostRenderer // flux.post_renderers
 		outcome  migrate.Outcome
 		changes  []string // each must be among the changes
 		rollout  []string // each must start one rollout entry; none when empty
@@ -114,14 +153,18 @@ func TestCompare(t *testing.T) {
 			ev.Cluster.MasterFlavorID, ev.NodeGroups[0].FlavorID = "m1.medium", "m1.medium"
 		}), outcome: migrate.Differs, changes: []string{"controlPlane.machineFlavor"},
 			rollout: []string{"KubeadmControlPlane/prod-a-2b7xq4mzkd5h-control-plane: spec.machineTemplate.infrastructureRef changes"}},
+		{name: "the site post-renderers the release was installed with", ours: adopted(nil, nil),
+			liveSite: mdPatch("metadata", "labels"), oursSite: mdPatch("metadata", "labels"), outcome: migrate.Identical},
+		{name: "a site post-renderer on the machine template", ours: adopted(nil, nil), oursSite: mdPatch("spec", "template", "metadata", "labels"),
+			outcome: migrate.Differs, rollout: []string{"MachineDeployment/prod-a-2b7xq4mzkd5h-default-worker: spec.template changes"}},
 		{name: "another chart", live: func(ev *v1alpha1.ClusterEvent) { ev.ClusterTemplate.Labels["capi_helm_chart_version"] = "0.24.1" },
 			ours: adopted(nil, nil), outcome: migrate.Differs, rollout: []string{"chart 0.24.1 → 0.27.0"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			live := installed(t, clusterEvent(t, tc.live))
-			res := render(t, clusterEvent(t, tc.ours))
+			live := installed(t, clusterEvent(t, tc.live), tc.liveSite...)
+			res := render(t, clusterEvent(t, tc.ours), tc.oursSite...)
 			rep := migrate.Compare(live, res)
 			if rep.Outcome != tc.outcome {
 				t.Fatalf("outcome %s (%s), want %s; changes %v, rollout %v", rep.Outcome, rep.Reason, tc.outcome, rep.Changes, rep.Rollout)

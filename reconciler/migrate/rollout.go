@@ -24,11 +24,18 @@ var machineFields = map[string][][]string{
 	"KubeadmControlPlane": {{"spec", "version"}, {"spec", "kubeadmConfigSpec"}, {"spec", "machineTemplate", "infrastructureRef"}},
 }
 
-// rollouts renders the live release's chart with the release's values and with ours (our
-// post-renderers applied, as helm-controller applies them) and names every object whose
-// machines would be replaced, or removed.
+// rollouts compares the objects that own machines in the release's manifest with the
+// release's chart rendered with our values (our post-renderers applied, as helm-controller
+// applies them), and names every object whose machines would be replaced, or removed. A
+// release without a stored manifest is rendered from its own values.
 func rollouts(live *release.Release, theirs, ours map[string]any, res *generator.Result) ([]string, error) {
-	before, err := chartrender.Render(live.Chart, res.ReleaseName, res.Namespace, theirs)
+	var before []*unstructured.Unstructured
+	var err error
+	if live.Manifest != "" {
+		before, err = chartrender.Parse(strings.NewReader(live.Manifest))
+	} else {
+		before, err = chartrender.Render(live.Chart, res.ReleaseName, res.Namespace, theirs)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -259,8 +259,18 @@ func TestE2EClusterAPIAdoption(t *testing.T) {
 	}
 	uids, sets := machines()
 
+	// The adoption: the same cluster as Magnum holds it, marked adopted, with a Heat-era
+	// availability_zone label the driver ignored. migrate, reading the driver's release
+	// from the management cluster, must find it identical (the label held back, said in a
+	// warning); the commit then replaces no machine.
+	adoptEv := readEvent(t, eventFile)
+	setPath(adoptEv, map[string]any{"driver": "k8s_capi_helm_v1"}, "adopted")
+	setPath(adoptEv, "az-1", "cluster", "labels", "availability_zone")
+	adoptFile := writeEvent(t, t.TempDir(), "adopt.yaml", adoptEv)
+	h.migrateIdentical(adoptFile, uuid)
+
 	t0 := time.Now()
-	rev := h.commitEvent(eventFile)
+	rev := h.commitEvent(adoptFile)
 	h.waitApplied(rev, 3*time.Minute)
 	h.waitFor("helm-controller to upgrade the driver's release to v2", defaultWaitStep, h.releaseReady(a))
 	_, magnum, _ := h.waitCAPIAndStatus(uuid, a.namespace, a.release, "CREATE_COMPLETE", settled, t0, nil)
@@ -273,4 +283,35 @@ func TestE2EClusterAPIAdoption(t *testing.T) {
 		t.Errorf("machines replaced by the adoption:\nMachines before %v\n         after  %v\nMachineSets before %v\n            after  %v", uids, uidsAfter, sets, setsAfter)
 	}
 	t.Logf("%d Machines and MachineSets %v unchanged", len(uids), sets)
+}
+
+// migrateIdentical runs `magnum-gitops migrate --dry-run` for one cluster against the
+// management cluster and fails unless it reports the cluster identical to its live
+// release, with the availability_zone label held back.
+func (h *harness) migrateIdentical(eventFile, uuid string) {
+	t := h.t
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(h.ctx, h.bin.magnum, "migrate", "-f", eventFile, "--config", h.config,
+		"--kubeconfig", h.kubeconfig, "--dry-run", "-o", "json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("magnum-gitops migrate --dry-run: %v\n%s", err, stderr.String())
+	}
+	var reports []struct {
+		ClusterUUID string   `json:"cluster_uuid"`
+		Outcome     string   `json:"outcome"`
+		Reason      string   `json:"reason"`
+		Changes     []string `json:"changes"`
+		Rollout     []string `json:"rollout"`
+		Warnings    []string `json:"warnings"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &reports); err != nil {
+		t.Fatalf("migrate -o json: %v\n%s", err, stdout.String())
+	}
+	if len(reports) != 1 || reports[0].ClusterUUID != uuid || reports[0].Outcome != "identical" ||
+		!strings.Contains(strings.Join(reports[0].Warnings, "\n"), "cluster.labels.availability_zone: ignored") {
+		t.Fatalf("migrate --dry-run: %+v, want the cluster identical to its release, availability_zone held back", reports)
+	}
+	t.Logf("migrate --dry-run: %s identical to the driver's release", uuid)
 }
