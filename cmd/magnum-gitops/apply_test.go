@@ -14,15 +14,7 @@ import (
 // TestApplyCommitsToConfiguredRepository runs apply twice against a file:// remote: one
 // commit, then a no-op.
 func TestApplyCommitsToConfiguredRepository(t *testing.T) {
-	cfg, _ := sopsConfigFile(t)
-	remote := filepath.Join(t.TempDir(), "clusters.git")
-	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", remote).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	t.Cleanup(func() { leakcheck.Repo(t, remote) })
-	doc, _ := os.ReadFile(cfg)
-	doc = append(doc, []byte("git:\n  url: file://"+remote+"\n  author: {name: Cloud Ops, email: ops@example.org}\n")...)
-	os.WriteFile(cfg, doc, 0o600)
+	cfg, remote := committingConfig(t)
 
 	out, _, err := run(t, "", "apply", "-f", fixture, "--config", cfg)
 	if err != nil {
@@ -53,15 +45,8 @@ func TestApplyCommitsToConfiguredRepository(t *testing.T) {
 // TestResyncCommand: resync --dry-run prints what a new rendering would change and commits
 // nothing; resync then commits it; a second resync finds nothing.
 func TestResyncCommand(t *testing.T) {
-	cfg, _ := sopsConfigFile(t)
-	remote := filepath.Join(t.TempDir(), "clusters.git")
-	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", remote).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	t.Cleanup(func() { leakcheck.Repo(t, remote) })
+	cfg, remote := committingConfig(t)
 	base, _ := os.ReadFile(cfg)
-	gitSection := "git:\n  url: file://" + remote + "\n  author: {name: Cloud Ops, email: ops@example.org}\n"
-	os.WriteFile(cfg, append(base, gitSection...), 0o600)
 	if _, _, err := run(t, "", "apply", "-f", fixture, "--config", cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +60,7 @@ func TestResyncCommand(t *testing.T) {
 		t.Fatalf("unchanged: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
 	}
 	// The same repository seen by a magnum-gitops whose rendering differs.
-	os.WriteFile(cfg, append(append(base, gitSection...), "flux:\n  timeout: 7m\n"...), 0o600)
+	os.WriteFile(cfg, append(base, "flux:\n  timeout: 7m\n"...), 0o600)
 	out, stderr, err = run(t, "", "resync", "--config", cfg, "--dry-run")
 	if err != nil || !strings.Contains(out, "# magnum-gitops: resync cluster prod-a") || !strings.Contains(out, "+  timeout: 7m0s") ||
 		!strings.Contains(stderr, "1 clusters would change") {
@@ -93,4 +78,25 @@ func TestResyncCommand(t *testing.T) {
 	if _, stderr, err = run(t, "", "resync", "--config", cfg); err != nil || !strings.Contains(stderr, "0 clusters changed") {
 		t.Errorf("second resync: %v\n%s", err, stderr)
 	}
+}
+
+// committingConfig is a configuration that commits: sopsConfigFile's, with a git section
+// for a new bare repository (author Cloud Ops). It returns the file and the repository.
+func committingConfig(t *testing.T) (cfg, remote string) {
+	t.Helper()
+	cfg, _ = sopsConfigFile(t)
+	remote = filepath.Join(t.TempDir(), "clusters.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", remote).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	t.Cleanup(func() { leakcheck.Repo(t, remote) })
+	doc, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = append(doc, "git:\n  url: file://"+remote+"\n  author: {name: Cloud Ops, email: ops@example.org}\n"...)
+	if err := os.WriteFile(cfg, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, remote
 }

@@ -6,55 +6,31 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
-	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
-	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
 // driverInstalled stores, in the API server's Helm storage, the release magnum-capi-helm
-// installs for ev: the chart with the driver's values (the generator's for a cluster
-// without features; the parity tests hold them to the driver's).
+// installs for ev.
 func driverInstalled(t *testing.T, ev *v1alpha1.ClusterEvent) {
 	t.Helper()
-	plain := *ev
-	plain.Cluster.Labels = v1alpha1.Labels{}
-	for k, v := range ev.Cluster.Labels {
-		if !generator.IsFeatureLabel(k) {
-			plain.Cluster.Labels[k] = v
-		}
-	}
-	cfg := generator.DefaultConfig()
-	res, err := generator.Render(&plain, &cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := chartrender.LoadVersion(res.Chart.Version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := env.EnsureNamespace(ctx, res.Namespace); err != nil {
+	rel := testenv.DriverRelease(t, ev)
+	if err := env.EnsureNamespace(context.Background(), rel.Namespace); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(res.Namespace)))
-	if err := st.Create(&release.Release{Name: res.ReleaseName, Namespace: res.Namespace, Version: 1, Chart: ch,
-		Config: res.Values, Info: &release.Info{Status: release.StatusDeployed}}); err != nil {
+	if err := storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(rel.Namespace))).Create(rel); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -93,14 +69,7 @@ func TestMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig := write("kubeconfig", string(kc))
-	cfg, _ := sopsConfigFile(t)
-	remote := filepath.Join(t.TempDir(), "clusters.git")
-	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", remote).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	t.Cleanup(func() { leakcheck.Repo(t, remote) })
-	doc, _ := os.ReadFile(cfg)
-	os.WriteFile(cfg, append(doc, "git:\n  url: file://"+remote+"\n"...), 0o600)
+	cfg, remote := committingConfig(t)
 	commits := func() []string {
 		out, err := exec.Command("git", "-C", remote, "log", "--format=%s", "main").CombinedOutput()
 		if err != nil {

@@ -44,20 +44,6 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// fileWriter returns a function that writes a file into a new temporary directory and
-// returns its path.
-func fileWriter(t *testing.T) func(name, content string) string {
-	t.Helper()
-	dir := t.TempDir()
-	return func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-}
-
 // TestLoad: the documented example and the fixtures load; a misspelt option, a bad
 // duration and a per-namespace layout without a repository are refused by name; magnum.conf
 // is read first and the file's magnum section overrides it.

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +13,7 @@ import (
 // any other duration is taken as it is.
 func TestPollerGrace(t *testing.T) {
 	t.Parallel()
-	write := fileWriter(t)
+	dir := t.TempDir()
 	for _, tc := range []struct {
 		name, doc string
 		want      time.Duration
@@ -22,7 +24,11 @@ func TestPollerGrace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cfg, err := Load(write(strings.ReplaceAll(tc.name, ":", "")+".yaml", tc.doc))
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, ":", "")+".yaml")
+			if err := os.WriteFile(p, []byte(tc.doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(p)
 			if err != nil {
 				t.Fatal(err)
 			}

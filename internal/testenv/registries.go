@@ -16,8 +16,8 @@ import (
 const RegistryPassword = "fixture-registry-password-NOT-REAL-41c9"
 
 // RegistriesConfig is the default configuration with fixtures/config/registries.yaml
-// over it and the files it names read, as the CLI loads it (cmd/magnum-gitops
-// loadRegistryFiles): the trusted CA and the registry password.
+// over it and the files it names read, as the CLI loads it (internal/config:
+// config.Load reads the files): the trusted CA and the registry password.
 func RegistriesConfig(t testing.TB) *generator.Config {
 	t.Helper()
 	dir := filepath.Join(RepoRoot(), "fixtures", "config")

@@ -18,7 +18,6 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/migrate"
 )
@@ -53,35 +52,6 @@ func render(t *testing.T, ev *v1alpha1.ClusterEvent, site ...helmv2.PostRenderer
 		t.Fatal(err)
 	}
 	return res
-}
-
-// installed is the release the driver would have installed for ev: its chart, with the
-// values the driver sends (the generator's for a cluster without features: the parity
-// tests hold them to the driver's).
-func installed(t *testing.T, ev *v1alpha1.ClusterEvent, site ...helmv2.PostRenderer) *release.Release {
-	t.Helper()
-	res := render(t, ev, site...)
-	ch, err := chartrender.LoadVersion(res.Chart.Version)
-	if errors.Is(err, chartrender.ErrNoCharts) && os.Getenv("CI") == "" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Helm stores the manifest it applied beside the values.
-	manifest, err := chartrender.Manifest(ch, res.ReleaseName, res.Namespace, res.Values)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(site) > 0 {
-		b, err := chartrender.PostRender([]byte(manifest), site)
-		if err != nil {
-			t.Fatal(err)
-		}
-		manifest = string(b)
-	}
-	return &release.Release{Name: res.ReleaseName, Namespace: res.Namespace, Version: 1, Chart: ch, Config: res.Values,
-		Manifest: manifest, Info: &release.Info{Status: release.StatusDeployed}}
 }
 
 func adopted(labels map[string]string, change func(*v1alpha1.ClusterEvent)) func(*v1alpha1.ClusterEvent) {
@@ -163,7 +133,7 @@ func TestCompare(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			live := installed(t, clusterEvent(t, tc.live), tc.liveSite...)
+			live := testenv.DriverRelease(t, clusterEvent(t, tc.live), tc.liveSite...)
 			res := render(t, clusterEvent(t, tc.ours), tc.oursSite...)
 			rep := migrate.Compare(live, res)
 			if rep.Outcome != tc.outcome {
@@ -199,7 +169,7 @@ func TestReadRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := installed(t, clusterEvent(t, nil))
+	rel := testenv.DriverRelease(t, clusterEvent(t, nil))
 	if err := env.EnsureNamespace(ctx, rel.Namespace); err != nil {
 		t.Fatal(err)
 	}
