@@ -117,10 +117,11 @@ func (c *RegistriesConfig) validate(p *problems, format string) {
 // chart default.
 func (r *render) registries(v map[string]any) {
 	c := &r.cfg.Registries
+	// Read first: on an adopted cluster not opted in, the label is reported held back too.
+	set, field, ok := r.feature("registry_mirror_set")
 	if !r.registriesOn() {
 		return
 	}
-	set, field, ok := r.feature("registry_mirror_set")
 	if !ok {
 		set, field = c.DefaultMirrorSet, "registries.default_mirror_set"
 	}
@@ -188,8 +189,6 @@ func (r *render) registriesOn() bool {
 				r.ev.Adopted.Driver, adoptedFeaturesLabel)
 		}
 	}
-	// The label is read (and warned about) as any feature label is.
-	r.feature("registry_mirror_set")
 	return false
 }
 
