@@ -27,7 +27,7 @@ var env *testenv.Env
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
 
 // clusterEvent is the fixture cluster (chart 0.27.0, 3 masters, 3 workers) as changed.
-func clusterEvent(t *testing.T, change func(*v1alpha1.ClusterEvent)) *v1alpha1.ClusterEvent {
+func clusterEvent(t testing.TB, change func(*v1alpha1.ClusterEvent)) *v1alpha1.ClusterEvent {
 	t.Helper()
 	data, err := fixtures.Events.ReadFile("events/01-prod-a-create.yaml")
 	if err != nil {
