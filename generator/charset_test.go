@@ -93,3 +93,35 @@ func FuzzCharsets(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) { checkFilters(t, s) })
 }
+
+// BenchmarkCharsets runs every filter and check of charset.go over charsetCases, as
+// written and as the regexps they replaced, side by side (run BenchmarkRenderValues in the
+// same session to weigh the difference against a render).
+func BenchmarkCharsets(b *testing.B) {
+	b.Run("byteset", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, s := range charsetCases {
+				for _, f := range filterREs {
+					_ = f.keep.KeepOnly(s)
+				}
+				for _, m := range matchREs {
+					_ = m.check(s)
+				}
+			}
+		}
+	})
+	b.Run("regexp", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, s := range charsetCases {
+				for _, f := range filterREs {
+					_ = f.re.ReplaceAllString(s, "")
+				}
+				for _, m := range matchREs {
+					_ = m.re.MatchString(s)
+				}
+			}
+		}
+	})
+}
