@@ -217,19 +217,26 @@ func FuzzPEMBlockType(f *testing.F) {
 }
 
 // BenchmarkCheckPEM checks the nine PEM values of the fixture event, as every render of
-// it does.
+// it does: with checkPEM, and with checkPEMReference over encoding/pem side by side.
 func BenchmarkCheckPEM(b *testing.B) {
 	values := fixturePEM(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		var p problems
-		checkPEM(&p, "f", values[0], pemCertificate...)
-		for i := 1; i < len(values); i += 2 {
-			checkPEM(&p, "f", values[i], pemCertificate...)
-			checkPEM(&p, "f", values[i+1], pemPrivateKey...)
-		}
-		if len(p.list) > 0 {
-			b.Fatal(p.list)
-		}
+	for _, impl := range []struct {
+		name  string
+		check func(p *problems, field, s string, types ...string)
+	}{{"checkPEM", checkPEM}, {"encoding-pem", checkPEMReference}} {
+		b.Run(impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var p problems
+				impl.check(&p, "f", values[0], pemCertificate...)
+				for i := 1; i < len(values); i += 2 {
+					impl.check(&p, "f", values[i], pemCertificate...)
+					impl.check(&p, "f", values[i+1], pemPrivateKey...)
+				}
+				if len(p.list) > 0 {
+					b.Fatal(p.list)
+				}
+			}
+		})
 	}
 }
