@@ -88,3 +88,37 @@ func FuzzMarshalValues(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMarshalValues encodes the first fixture event's values, as every render does,
+// with marshalValues and with json.Marshal side by side.
+func BenchmarkMarshalValues(b *testing.B) {
+	data, err := fixtures.Events.ReadFile("events/01-prod-a-create.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev, err := v1alpha1.DecodeEvent(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	res, err := Render(ev, &cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, impl := range []struct {
+		name    string
+		marshal func(map[string]any) ([]byte, error)
+	}{
+		{"marshalValues", marshalValues},
+		{"encoding-json", func(v map[string]any) ([]byte, error) { return json.Marshal(v) }},
+	} {
+		b.Run(impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := impl.marshal(res.Values); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

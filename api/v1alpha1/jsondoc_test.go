@@ -179,3 +179,28 @@ func referenceCheckJSON(data []byte) (ok bool, err error) {
 		}
 	}
 }
+
+// BenchmarkCheckJSON checks the fixture event's JSON body for keys set twice, with
+// checkJSON and with the token walk of encoding/json's decoder side by side.
+func BenchmarkCheckJSON(b *testing.B) {
+	data, err := os.ReadFile("../../fixtures/events/01-prod-a-create.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if data, err = ToJSON(data); err != nil {
+		b.Fatal(err)
+	}
+	for _, impl := range []struct {
+		name  string
+		check func([]byte) (bool, error)
+	}{{"checkJSON", checkJSON}, {"json-token-walk", referenceCheckJSON}} {
+		b.Run(impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if ok, err := impl.check(data); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}
