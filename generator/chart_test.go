@@ -296,3 +296,58 @@ func chartrenderFind(t *testing.T, objs []*unstructured.Unstructured, kind, name
 	}
 	return o
 }
+
+// TestFidelityChartVersion: an empty label is the newest chart (never the older default),
+// Helm's version forms are accepted and normalised, what Helm refuses is refused.
+func TestFidelityChartVersion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		label, want string
+		deviation   bool
+	}{
+		{"", "", false},
+		{"0.27.0", "0.27.0", false},
+		{"v0.20.0", "0.20.0", true},
+		{"0.24", "0.24.0", true},
+	} {
+		res, err := renderResult(t, chartLabel(tc.label))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.label, err)
+		}
+		if res.Chart.Version != tc.want {
+			t.Errorf("%q: chart version %q, want %q", tc.label, res.Chart.Version, tc.want)
+		}
+		if got := hasDeviation(res, "chart.version"); got != tc.deviation {
+			t.Errorf("%q: deviation reported %v, want %v (%v)", tc.label, got, tc.deviation, res.Deviations)
+		}
+		if hr := res.Objects.HelmRelease; hr.Spec.Chart.Spec.Version != tc.want {
+			t.Errorf("%q: HelmRelease version %q, want %q", tc.label, hr.Spec.Chart.Spec.Version, tc.want)
+		}
+	}
+	for _, bad := range []string{"latest", "0.x", "1.2.3.4"} {
+		if _, err := renderResult(t, chartLabel(bad)); !errors.Is(err, v1alpha1.ErrInvalidInput) ||
+			!strings.Contains(err.Error(), "cluster_template.labels.capi_helm_chart_version") {
+			t.Errorf("%q: %v, want a refusal naming the label", bad, err)
+		}
+	}
+}
+
+// TestFidelityCAPOVersion: a chart writing v1alpha7 is refused where the site says CAPO
+// serves only v1beta1, and reported otherwise.
+func TestFidelityCAPOVersion(t *testing.T) {
+	t.Parallel()
+	res, err := renderResult(t, chartLabel("0.10.1"))
+	if err != nil || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "v1alpha7") {
+		t.Errorf("unconfigured: %v, warnings %v", err, res.Warnings)
+	}
+	_, err = renderResult(t, func(ev *v1alpha1.ClusterEvent, cfg *generator.Config) {
+		chartLabel("0.10.1")(ev, cfg)
+		cfg.ManagementCluster.CAPOAPIVersions = []string{"v1beta1"}
+	})
+	if err == nil || !strings.Contains(err.Error(), "cluster_template.labels.capi_helm_chart_version: chart 0.10.1 writes infrastructure.cluster.x-k8s.io/v1alpha7") {
+		t.Errorf("configured: %v", err)
+	}
+	if res, err := renderResult(t, chartLabel("0.11.0")); err != nil || len(res.Warnings) != 0 {
+		t.Errorf("0.11.0 writes v1beta1: %v %v", err, res.Warnings)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,4 +143,104 @@ func fixtureResult(t *testing.T, name string) *generator.Result {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// renderValues renders fixture 01 after mutate and returns its values as plain JSON data.
+func renderValues(t *testing.T, mutate func(*v1alpha1.ClusterEvent, *generator.Config)) map[string]any {
+	t.Helper()
+	ev := fixtureEvent(t, "01-prod-a-create.yaml")
+	cfg := defaultConfig()
+	if mutate != nil {
+		mutate(ev, cfg)
+	}
+	res, err := generator.Render(ev, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jsonData(t, res.Values)
+}
+
+func jsonData(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func at(v map[string]any, path string) any {
+	var cur any = v
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[k]
+	}
+	return cur
+}
+
+func has(v map[string]any, path string) bool {
+	parts := strings.Split(path, ".")
+	m, ok := at(v, strings.Join(parts[:len(parts)-1], ".")).(map[string]any)
+	if len(parts) == 1 {
+		m, ok = v, true
+	}
+	if !ok {
+		return false
+	}
+	_, found := m[parts[len(parts)-1]]
+	return found
+}
+
+func yamlData(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func mustJSONCompact(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	ev := fixtureEvent(t, name) // asserts it decodes
+	_ = ev
+	b, err := readFixture(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func renderResult(t *testing.T, mutate func(*v1alpha1.ClusterEvent, *generator.Config)) (*generator.Result, error) {
+	t.Helper()
+	ev := fixtureEvent(t, "01-prod-a-create.yaml")
+	cfg := defaultConfig()
+	mutate(ev, cfg)
+	return generator.Render(ev, cfg)
+}
+
+func chartLabel(v string) func(*v1alpha1.ClusterEvent, *generator.Config) {
+	return func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+		ev.ClusterTemplate.Labels["capi_helm_chart_version"] = v
+	}
+}
+
+func hasDeviation(res *generator.Result, key string) bool {
+	return slices.ContainsFunc(res.Deviations, func(d generator.Deviation) bool { return d.Key == key })
 }

@@ -1,6 +1,7 @@
 package generator_test
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -79,5 +80,28 @@ func TestStorageClassNamesUnique(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParityStorageClasses checks docs/driver-rules.md, "Storage classes (Cinder CSI)".
+func TestParityStorageClasses(t *testing.T) {
+	t.Parallel()
+	v := renderValues(t, func(ev *v1alpha1.ClusterEvent, cfg *generator.Config) {
+		ev.Resolved.VolumeTypes = []string{"__DEFAULT__", "ssd.fast", "HDD_Slow"}
+		cfg.Magnum.CapiHelm.CSICinderDefaultVolumeType = ptrTo("ssd.fast")
+		ev.Cluster.Labels = v1alpha1.Labels{"csi_cinder_reclaim_policy": "Delete", "csi_cinder_fstype": "xfs"}
+	})
+	cs := at(v, "addons.openstack.csiCinder").(map[string]any)
+	def := cs["defaultStorageClass"].(map[string]any)
+	if def["name"] != "ssd-fast" || def["reclaimPolicy"] != "Delete" || def["fstype"] != "xfs" ||
+		!reflect.DeepEqual(def["allowedTopologies"], []any{}) {
+		t.Errorf("default class = %v", def)
+	}
+	var names []string
+	for _, c := range cs["additionalStorageClasses"].([]any) {
+		names = append(names, c.(map[string]any)["name"].(string))
+	}
+	if !reflect.DeepEqual(names, []string{"default", "hdd-slow"}) {
+		t.Errorf("additional classes = %v, want Cinder's order without the default", names)
 	}
 }
