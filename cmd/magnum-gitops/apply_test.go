@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 )
 
@@ -99,4 +101,75 @@ func committingConfig(t *testing.T) (cfg, remote string) {
 		t.Fatal(err)
 	}
 	return cfg, remote
+}
+
+// TestApplyRefusesHostileInput: input an attacker or a careless operator would give is refused with
+// exit status 2 and the field named, nothing reaches the repository, the repository stays
+// fsck-clean, and no secret is quoted back.
+func TestApplyRefusesHostileInput(t *testing.T) {
+	t.Parallel()
+	git := gitserver.Start(t)
+	url := git.Init("clusters.git")
+	write := fileWriter(t)
+	empty := write("empty-token", "\n")
+	badConf := write("magnum.conf", "[capi_helm]\ndefault_helm_chart_version = 0.27.0\n[keystone_authtoken]\npassword hunter2-SECRET\n")
+	event, err := os.ReadFile("../../fixtures/events/02-prod-a-resize-workers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	create, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "git:\n  url: " + url + "\n  author: {name: magnum-gitops, email: m@example.org}\n"
+	for _, tc := range []struct {
+		name, config, event, field string
+	}{
+		{"newline in the event id", base, strings.Replace(string(event), "id: evt-02-resize-cluster", `id: "evt\nMagnum-Operation: delete_cluster"`, 1), "id"},
+		{"NUL in the cluster name", base, strings.Replace(string(event), "name: prod-a\n", "name: \"prod\\0a\"\n", 1), "cluster.name"},
+		{"newline in the node group target", base, strings.Replace(string(event), "nodegroup: default-worker", `nodegroup: "default-worker\nx"`, 1), "nodegroup"},
+		{"duplicate operation", base, string(event) + "operation: delete_cluster\n", "operation: set twice"},
+		{"second document", base, string(event) + "---\n" + string(event), "(document 2)"},
+		{"typo under secrets", base, strings.Replace(string(create), "  certificates:", "  certficates:", 1), "secrets"},
+		{"deep document", base, "apiVersion: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n", "(document)"},
+		{"header injection in the author email", strings.Replace(base, "email: m@example.org", `email: "m@example.org>\ncommitter x <y"`, 1), string(event), "git.author.email"},
+		{"password in git.url", strings.Replace(base, "http://", "http://ops:hunter2-SECRET@", 1), string(event), "git.url"},
+		{"token as the user of git.url", strings.Replace(base, "http://", "http://hunter2-SECRET@", 1), string(event), "git.url"},
+		{"token in the query of git.url", strings.Replace(base, "url: "+url, "url: "+url+"?access_token=hunter2-SECRET", 1), string(event), "git.url"},
+		{"credentials in the chart repository", base + "magnum: {capi_helm: {helm_chart_repo: \"https://robot:hunter2-SECRET@charts.example.org/\"}}\n", string(event), "magnum.capi_helm.helm_chart_repo"},
+		{"a chart repository that is not a URL", base + "magnum: {capi_helm: {helm_chart_repo: \"hunter2-SECRET\"}}\n", string(event), "magnum.capi_helm.helm_chart_repo"},
+		{"an oci chart with credentials", base + "magnum: {capi_helm: {helm_chart_name: \"oci://robot:hunter2-SECRET@registry.example.org/charts/openstack-cluster\"}}\n", string(event), "magnum.capi_helm.helm_chart_name"},
+		{"a password line without '=' in magnum.conf", base + "magnum_conf: " + badConf + "\n", string(event), "line 4"},
+		{"empty token file", base + "  auth: {token_file: " + empty + "}\n", string(event), "git.auth.token_file"},
+		{"duplicate key in the config", base + "git:\n  url: x\n", string(event), "git: set twice"},
+		{"unknown config key", base + "serve: {listn: x}\n", string(event), "serve.listn"},
+		{"unknown nested config key", base + "serve: {tls: {certfile: x}}\n", string(event), "serve.tls.certfile"},
+		{"a config value of the wrong type", base + "serve: {max_body_bytes: hunter2-SECRET}\n", string(event), "serve.max_body_bytes"},
+		{"flux.path is .git", base + "flux: {path: clusters/.GIT}\n", string(event), "flux.path"},
+		{"flux.path is .git on NTFS", base + "flux: {path: \"git~1/x\"}\n", string(event), "flux.path"},
+		{"flux.path with an ignorable character", base + "flux: {path: \".g\\u200cit/x\"}\n", string(event), "flux.path"},
+		{"flux.path is .gitmodules", base + "flux: {path: \".gitmodules\"}\n", string(event), "flux.path"},
+		{"review branch renders to main", base + "  review: {branch_template: main}\n", string(event), "protected"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := write(strings.ReplaceAll(tc.name, " ", "-")+".yaml", tc.config)
+			_, _, err := run(t, tc.event, "apply", "-f", "-", "--config", cfg, "--insecure-plaintext-secrets")
+			var stderr bytes.Buffer
+			if code := exitCode(&stderr, err); code != 2 {
+				t.Errorf("exit %d (%v), want 2", code, err)
+			}
+			if !strings.Contains(stderr.String(), tc.field) {
+				t.Errorf("stderr does not name %s: %s", tc.field, stderr.String())
+			}
+			for _, secret := range []string{"hunter2-SECRET", "fixture-appcred-secret"} {
+				if strings.Contains(stderr.String(), secret) {
+					t.Errorf("stderr quotes a secret: %s", stderr.String())
+				}
+			}
+		})
+	}
+	if out := strings.TrimSpace(git.Git(git.Dir("clusters.git"), "rev-list", "--all")); out != "" {
+		t.Errorf("refused input committed:\n%s", out)
+	}
+	git.Fsck("clusters.git")
 }

@@ -2,24 +2,15 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
-	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
-	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
-	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
-// run executes the CLI in-process. Its output and error are scanned for secret values.
 // fileWriter returns a function that writes a file into a new temporary directory and
 // returns its path: the configuration and key files a test hands the CLI.
 func fileWriter(t *testing.T) func(name, content string) string {
@@ -34,6 +25,7 @@ func fileWriter(t *testing.T) func(name, content string) string {
 	}
 }
 
+// run executes the CLI in-process. Its output and error are scanned for secret values.
 func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	cmd := newRootCommand()
@@ -52,180 +44,71 @@ func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
+// fixture is the event most tests render: the create of prod-a.
 const fixture = "../../fixtures/events/01-prod-a-create.yaml"
 
-func TestRenderValuesMatchGolden(t *testing.T) {
-	t.Parallel()
-	out, _, err := run(t, "", "render", "-f", fixture, "-o", "values")
-	if err != nil {
-		t.Fatal(err)
+// env is the API server TestMain starts for the tests that need one (testenv.Require).
+var env *testenv.Env
+
+// TestMain lets the tests run this binary as the magnum-gitops CLI in a subprocess, and
+// starts a real API server for the tests that need one.
+func TestMain(m *testing.M) {
+	if os.Getenv("MAGNUM_GITOPS_RUN_MAIN") == "1" {
+		main()
+		os.Exit(0)
 	}
-	var got map[string]any
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile("../../fixtures/golden/01-prod-a-create/render.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var golden struct{ Values map[string]any }
-	if err := json.Unmarshal(b, &golden); err != nil {
-		t.Fatal(err)
-	}
-	g1, _ := json.Marshal(got)
-	g2, _ := json.Marshal(golden.Values)
-	if string(g1) != string(g2) {
-		t.Errorf("render -o values differs from the golden values:\n%s\n%s", g1, g2)
-	}
+	os.Exit(testenv.Main(m, &env))
 }
 
-func TestRenderFromStdinAsJSON(t *testing.T) {
+// TestBadInputExitsTwo: every kind of bad input — a flag, an argument, an output format,
+// a configuration value or a file the configuration names — exits 2 with a message naming
+// it, as README says; nothing else does.
+func TestBadInputExitsTwo(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile("../../fixtures/events/27-generated-release-name.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, stderr, err := run(t, string(data), "render", "-f", "-", "-o", "json")
-	_ = stderr
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep struct {
-		StackID   string   `json:"stack_id"`
-		Generated bool     `json:"stack_id_generated"`
-		Files     []string `json:"files"`
-	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
-	if !rep.Generated || !strings.HasPrefix(rep.StackID, "a-very-long-cluster-name-that-") || len(rep.Files) != 5 || !strings.HasSuffix(rep.Files[2], "/magnum-cluster.yaml") {
-		t.Errorf("report = %+v", rep)
-	}
-	if strings.Contains(out, "fixture-appcred-secret") || stderr != "" {
-		t.Errorf("-o json must carry no Secret; stderr=%q", stderr)
-	}
-}
-
-func TestRenderOutDir(t *testing.T) {
-	t.Parallel()
+	write := fileWriter(t)
 	dir := t.TempDir()
-	if _, _, err := run(t, "", "render", "-f", fixture, "--out-dir", dir, "--insecure-plaintext-secrets"); err != nil {
-		t.Fatal(err)
-	}
-	cdir := filepath.Join(dir, "clusters/magnum/magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c/prod-a-2b7xq4mzkd5h")
-	for _, f := range []string{"helmrelease.yaml", "kustomization.yaml", "secret-ca.yaml", "secret-cloud-credentials.yaml"} {
-		if _, err := os.Stat(filepath.Join(cdir, f)); err != nil {
-			t.Error(err)
-		}
-	}
-	if st, err := os.Stat(filepath.Join(cdir, "secret-ca.yaml")); err != nil || st.Mode().Perm() != 0o600 {
-		t.Errorf("secret file mode = %v, %v", st.Mode(), err)
-	}
-	// A later update without Secret material keeps listing the Secrets.
-	if _, _, err := run(t, "", "render", "-f", "../../fixtures/events/02-prod-a-resize-workers.yaml", "--out-dir", dir); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := os.ReadFile(filepath.Join(cdir, "kustomization.yaml"))
-	if !strings.Contains(string(k), "secret-ca.yaml") || !strings.Contains(string(k), "helmrelease.yaml") {
-		t.Errorf("kustomization lost entries:\n%s", k)
-	}
-}
-
-// TestRenderBadInputWritesNothing: an event with errors exits 2 (input error), names the
-// fields, and leaves the output directory exactly as it was.
-func TestRenderBadInputWritesNothing(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "keep"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(fixture)
-	bad := strings.Replace(string(data), "kube_version: v1.33.7", "kube_version: ''", 1)
-	bad = strings.Replace(bad, "name: default-worker", "name: w", 1)
-	_, _, err := run(t, bad, "render", "-f", "-", "--out-dir", dir, "--insecure-plaintext-secrets")
-	if !errors.Is(err, v1alpha1.ErrInvalidInput) {
-		t.Fatalf("err = %v, want an input error", err)
-	}
-	for _, want := range []string{"resolved.image.kube_version", "nodegroups[w].name"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error does not name %s: %v", want, err)
-		}
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("output directory changed: %v", entries)
-	}
-}
-
-// TestDeployedConfig: the service's ConfigMap in deploy/ holds a configuration that loads
-// and whose SOPS recipients the encrypter takes.
-func TestDeployedConfig(t *testing.T) {
-	t.Parallel()
-	cm, err := os.ReadFile("../../deploy/service/config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Data map[string]string `json:"data"`
-	}
-	if err := yaml.Unmarshal(cm, &doc); err != nil {
-		t.Fatal(err)
-	}
-	deployed := filepath.Join(t.TempDir(), "deployed.yaml")
-	os.WriteFile(deployed, []byte(doc.Data["config.yaml"]), 0o644)
-	if c, err := config.Load(deployed); err != nil || c.Serve.Listen != "0.0.0.0:8080" {
-		t.Errorf("deploy/service/config.yaml: %v", err)
-	} else if c.Flux.Layout != generator.LayoutPerNamespace || c.Flux.Git.URL != c.Git.URL {
-		t.Errorf("deploy/service/config.yaml: layout %q fetching %q, want per-namespace fetching git.url", c.Flux.Layout, c.Flux.Git.URL)
-	} else if _, err := sopsenc.New(sopsenc.Options{AgeRecipients: c.Sops.AgeRecipients, DigestKey: make([]byte, 32)}); err != nil {
-		t.Errorf("deploy/service/config.yaml sops.age_recipients: %v", err)
-	}
-}
-
-func TestRenderFlags(t *testing.T) {
-	t.Parallel()
-	if _, _, err := run(t, "", "render", "-f", fixture, "-o", "toml"); err == nil || !strings.Contains(err.Error(), "--output") {
-		t.Errorf("bad -o: %v", err)
-	}
-	if _, _, err := run(t, "", "render"); err == nil || !strings.Contains(err.Error(), "filename") {
-		t.Errorf("missing -f: %v", err)
-	}
-	out, _, err := run(t, "", "render", "--help")
-	if err != nil || !strings.Contains(out, "--insecure-plaintext-secrets") || !strings.Contains(out, "values  only the chart values") {
-		t.Errorf("help: %v\n%s", err, out)
-	}
-}
-
-func TestDemo(t *testing.T) {
-	t.Parallel()
-	repo := filepath.Join(t.TempDir(), "clusters.git")
-	out, _, err := run(t, "", "demo", "--repo", repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"28-site-label-defaults-via-template.yaml", "SOPS-encrypted", "Magnum-Operation: resize_cluster",
-		"node group default-worker: 3 × m1.medium → 5 × m1.medium", "└── sources", "helmrepository-azimuth-cloud-github-io-capi-helm-charts.yaml"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("demo output lacks %q", want)
-		}
-	}
-	gitCLI := func(args ...string) string {
-		b, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, b)
-		}
-		return string(b)
-	}
-	gitCLI("fsck", "--strict")
-	if n := strings.Count(gitCLI("log", "--format=%H", "main"), "\n"); n != 27 {
-		t.Errorf("%d commits, want one per event (27)", n)
-	}
-	files := gitCLI("ls-tree", "-r", "--name-only", "main")
-	// prod-a was deleted last: its HelmRelease is gone, its Secrets stay.
-	if strings.Contains(files, "prod-a-2b7xq4mzkd5h/helmrelease.yaml") {
-		t.Error("the deleted cluster still has a HelmRelease")
-	}
-	if !strings.Contains(files, "prod-a-2b7xq4mzkd5h/secret-cloud-credentials.sops.yaml") || !strings.Contains(files, ".sops.yaml\n") {
-		t.Errorf("Secrets must outlive the deleted cluster's HelmRelease:\n%s", files)
+	event := "../../fixtures/events/01-prod-a-create.yaml"
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"unknown flag", []string{"render", "--bogus"}, "--bogus"},
+		{"an argument where none is taken", []string{"render", "-f", event, "extra"}, "extra"},
+		{"unknown render output", []string{"render", "-f", event, "-o", "xml"}, "--output"},
+		{"unknown status output", []string{"status", "--objects", os.DevNull, "-o", "xml"}, "--output"},
+		{"unknown log format", []string{"serve", "--config", write("s.yaml", "serve: {token_files: [x]}\n"), "--log-format", "xml"}, "--log-format"},
+		{"missing required flag", []string{"render"}, `required flag(s) "filename" not set`},
+		{"unknown command", []string{"bogus"}, `unknown command "bogus"`},
+		{"missing event file", []string{"render", "-f", filepath.Join(dir, "absent-event.yaml")}, "absent-event.yaml"},
+		{"missing objects file", []string{"status", "--objects", filepath.Join(dir, "absent-objects.yaml")}, "absent-objects.yaml"},
+		{"malformed objects file", []string{"status", "--objects", write("objects.yaml", "kind: [\n")}, "objects.yaml"},
+		{"a bad duration after a bare 0", []string{"render", "-f", event, "--config", write("d0.yaml", "openstack: {cache_ttl: 0, poller: {interval: 1x}}\n")}, "openstack.poller.interval: must be a duration"},
+		{"missing config file", []string{"render", "-f", event, "--config", filepath.Join(dir, "absent.yaml")}, "--config"},
+		{"missing magnum_conf", []string{"render", "-f", event, "--config", write("mc.yaml", "magnum_conf: "+filepath.Join(dir, "absent.conf")+"\n")}, "magnum_conf"},
+		{"negative OpenStack timeout", []string{"render", "-f", event, "--config", write("os.yaml", "openstack: {timeout: -1s}\n")}, "openstack.timeout"},
+		{"not a duration", []string{"render", "-f", event, "--config", write("cg.yaml", "openstack: {poller: {create_grace: soon}}\n")}, "openstack.poller.create_grace: must be a duration"},
+		{"negative create grace", []string{"render", "-f", event, "--config", write("ncg.yaml", "openstack: {poller: {create_grace: -1m}}\n")}, "openstack.poller.create_grace: must not be negative"},
+		{"unknown application credential mode", []string{"render", "-f", event, "--config", write("ac.yaml", "openstack: {poller: {application_credentials: foo}}\n")}, "openstack.poller.application_credentials"},
+		{"site post-renderers with argo", []string{"render", "-f", event, "--format", "argo", "--config", write("pr.yaml",
+			"flux: {post_renderers: [{kustomize: {patches: [{target: {kind: Cluster}, patch: '[{op: remove, path: /spec/paused}]'}]}}]}\n")},
+			"flux.post_renderers: Argo CD Applications have no post-renderers"},
+		{"a site post-renderer kustomize cannot apply", []string{"render", "-f", event, "--config", write("prt.yaml",
+			"flux: {post_renderers: [{kustomize: {patches: [{patch: '[{op: remove, path: /spec/paused}]'}]}}]}\n")},
+			"flux.post_renderers[0].kustomize.patches[0].target: must be set"},
+		{"missing signing key", []string{"apply", "-f", event, "--insecure-plaintext-secrets", "--config",
+			write("sk.yaml", "git: {url: file:///nonexistent.git, author: {name: a, email: a@example.org}, signing_key_file: "+filepath.Join(dir, "absent.asc")+"}\n")}, "git.signing_key_file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := run(t, "", tc.args...)
+			var stderr bytes.Buffer
+			if code := exitCode(&stderr, err); code != 2 {
+				t.Errorf("exit %d, want 2: %v", code, err)
+			}
+			if !strings.Contains(stderr.String(), tc.says) {
+				t.Errorf("the message does not name %s: %s", tc.says, stderr.String())
+			}
+		})
 	}
 }
