@@ -613,6 +613,9 @@ func TestE2EClusterAPIFailures(t *testing.T) {
 		if last.Status == "DELETE_COMPLETE" {
 			t.Fatalf("DELETE_COMPLETE before Flux applied the delete (or the create before it)")
 		}
+		if _, ok := h.get(gvkHelmRelease, o.namespace, o.release); ok {
+			t.Fatalf("HelmRelease %s/%s exists: Flux applied the create while the Kustomization was suspended", o.namespace, o.release)
+		}
 		return last.Status == "DELETE_IN_PROGRESS" && strings.HasPrefix(last.StatusReason, "waiting for Flux to apply revision"),
 			last.Status + ": " + last.StatusReason
 	})

@@ -81,8 +81,15 @@ func (h *harness) waitStatus(ev map[string]any, magnumStatus, revision string, s
 // suspendKustomization suspends or resumes the Kustomization, so the test can look at a
 // commit Flux has not applied yet; resuming changes its spec, and kustomize-controller
 // reconciles at once.
+//
+// Before suspending, it waits until the head of the branch is applied: a reconcile still
+// under way when the suspend lands would fetch the newest artifact and apply the very
+// commit a test holds back, as a lagging kustomize-controller on a loaded machine does.
 func (h *harness) suspendKustomization(suspend bool) {
 	h.t.Helper()
+	if suspend {
+		h.waitApplied(h.headRevision(), 3*time.Minute)
+	}
 	k := h.object(gvkKustomization, fluxNamespace, sourceName)
 	p := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, suspend))
 	if err := h.c.Patch(h.ctx, k, p); err != nil {
