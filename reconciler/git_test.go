@@ -189,3 +189,13 @@ func TestRotateCredential(t *testing.T) {
 		t.Errorf("subject %q", out.Plan.Commit.Subject)
 	}
 }
+
+// created is committer with prod-a created in the repository.
+func created(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink, string) {
+	t.Helper()
+	p, sink, dir := committer(t)
+	if _, err := sink.Apply(context.Background(), p, event(t, "01-prod-a-create.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	return p, sink, dir
+}
