@@ -19,62 +19,85 @@ import (
 // the directory stays, saying in Git that the delete is unfinished. It returns the names
 // of the Secrets the directory held (Flux does not prune them: they carry the prune
 // guard) and the commit; none and "" when the Secret files had left already.
+//
+// The change is built on the head it is committed on, and only while the directory
+// still awaits the Cluster: an operator who reverted the delete_cluster commit meanwhile
+// brought the HelmRelease back, and the cluster it recreates needs its Secrets.
 func (s *GitSink) RemoveSecrets(ctx context.Context, cfg *generator.Config, rec ClusterRecord) (secrets []string, commit string, err error) {
-	names, err := s.Repo.ListDir(generator.ClusterDir(cfg, rec.Namespace, rec.StackID))
-	if err != nil {
-		return nil, "", stepError("read", err)
-	}
-	fs, removed, err := generator.SecretsRemoved(cfg, rec.Namespace, rec.StackID, names)
-	if err != nil || len(removed) == 0 {
-		return nil, "", stepError("encode", err)
-	}
-	for _, f := range removed {
-		suffix, _ := generator.SecretSuffix(f)
-		secrets = append(secrets, magnum.ResourceName(rec.StackID, suffix))
-	}
-	change := gitrepo.Change{Files: fs.Files,
-		Subject: fmt.Sprintf("magnum: remove the Secrets of deleted cluster %s (%s) in project %s", rec.Event.Cluster.Name, rec.StackID, rec.Event.Cluster.ProjectID),
-		Body: "The CAPI Cluster is gone, so its credentials and CA Secrets leave the repository.\n" +
-			"They carry kustomize.toolkit.fluxcd.io/prune: disabled, so Flux only drops them from its\n" +
-			"inventory: magnum-gitops deletes them from the management cluster once Flux has applied\n" +
-			"this commit, then removes what is left of the directory.",
-		Trailers: deleteTrailers(rec, OperationRemoveSecrets, gitrepo.Trailer{Key: TrailerSecrets, Value: strings.Join(secrets, ", ")})}
-	for _, f := range fs.Deletes {
-		change.Files[f] = nil
-	}
-	gr, err := s.Repo.Apply(ctx, change)
+	dir := generator.ClusterDir(cfg, rec.Namespace, rec.StackID)
+	gr, err := s.Repo.ApplyBuilder(ctx, func(base gitrepo.Tree) (gitrepo.Change, error) {
+		names, err := base.ListDir(dir)
+		if err != nil {
+			return gitrepo.Change{}, stepError("read", err)
+		}
+		if generator.DeletePhaseOf(names, cfg.DeployFile()) != generator.DeleteAwaitingCluster {
+			return gitrepo.Change{}, gitrepo.ErrSkipChange
+		}
+		fs, removed, err := generator.SecretsRemoved(cfg, rec.Namespace, rec.StackID, names)
+		if err != nil {
+			return gitrepo.Change{}, stepError("encode", err)
+		}
+		secrets = secrets[:0]
+		for _, f := range removed {
+			suffix, _ := generator.SecretSuffix(f)
+			secrets = append(secrets, magnum.ResourceName(rec.StackID, suffix))
+		}
+		change := gitrepo.Change{Files: fs.Files,
+			Subject: fmt.Sprintf("magnum: remove the Secrets of deleted cluster %s (%s) in project %s", rec.Event.Cluster.Name, rec.StackID, rec.Event.Cluster.ProjectID),
+			Body: "The CAPI Cluster is gone, so its credentials and CA Secrets leave the repository.\n" +
+				"They carry kustomize.toolkit.fluxcd.io/prune: disabled, so Flux only drops them from its\n" +
+				"inventory: magnum-gitops deletes them from the management cluster once Flux has applied\n" +
+				"this commit, then removes what is left of the directory.",
+			Trailers: deleteTrailers(rec, OperationRemoveSecrets, gitrepo.Trailer{Key: TrailerSecrets, Value: strings.Join(secrets, ", ")})}
+		for _, f := range fs.Deletes {
+			change.Files[f] = nil
+		}
+		return change, nil
+	})
 	if err != nil {
 		return nil, "", stepError("push", err)
 	}
-	if !gr.NoOp {
-		commit = gr.Commit.String()
+	if gr.NoOp {
+		return nil, "", nil
 	}
-	return secrets, commit, nil
+	return secrets, gr.Commit.String(), nil
 }
 
 // FinishDelete commits the end of a delete: what is left of the cluster's directory (an
 // empty kustomization.yaml and the record) leaves Git, once the Secrets are gone from the
-// management cluster. The commit is "" when the directory had left already.
+// management cluster. The commit is "" when the directory had left already, or when it
+// no longer stands at DeleteSecretsRemoved on the head (an operator's revert brought the
+// cluster back): then nothing is removed.
 func (s *GitSink) FinishDelete(ctx context.Context, cfg *generator.Config, rec ClusterRecord) (commit string, err error) {
-	files, err := s.Repo.ListFiles(generator.ClusterDir(cfg, rec.Namespace, rec.StackID))
-	if err != nil || len(files) == 0 {
-		return "", stepError("read", err)
-	}
-	change := gitrepo.Change{Files: map[string][]byte{},
-		Subject:  fmt.Sprintf("magnum: deleted cluster %s (%s) in project %s is gone", rec.Event.Cluster.Name, rec.StackID, rec.Event.Cluster.ProjectID),
-		Body:     "Its Secrets were deleted from the management cluster; the rest of its directory goes.",
-		Trailers: deleteTrailers(rec, OperationDeleteComplete)}
-	for _, f := range files {
-		change.Files[f] = nil
-	}
-	gr, err := s.Repo.Apply(ctx, change)
+	dir := generator.ClusterDir(cfg, rec.Namespace, rec.StackID)
+	gr, err := s.Repo.ApplyBuilder(ctx, func(base gitrepo.Tree) (gitrepo.Change, error) {
+		names, err := base.ListDir(dir)
+		if err != nil {
+			return gitrepo.Change{}, stepError("read", err)
+		}
+		if generator.DeletePhaseOf(names, cfg.DeployFile()) != generator.DeleteSecretsRemoved {
+			return gitrepo.Change{}, gitrepo.ErrSkipChange
+		}
+		files, err := base.ListFiles(dir)
+		if err != nil {
+			return gitrepo.Change{}, stepError("read", err)
+		}
+		change := gitrepo.Change{Files: map[string][]byte{},
+			Subject:  fmt.Sprintf("magnum: deleted cluster %s (%s) in project %s is gone", rec.Event.Cluster.Name, rec.StackID, rec.Event.Cluster.ProjectID),
+			Body:     "Its Secrets were deleted from the management cluster; the rest of its directory goes.",
+			Trailers: deleteTrailers(rec, OperationDeleteComplete)}
+		for _, f := range files {
+			change.Files[f] = nil
+		}
+		return change, nil
+	})
 	if err != nil {
 		return "", stepError("push", err)
 	}
-	if !gr.NoOp {
-		commit = gr.Commit.String()
+	if gr.NoOp {
+		return "", nil
 	}
-	return commit, nil
+	return gr.Commit.String(), nil
 }
 
 func deleteTrailers(rec ClusterRecord, op string, more ...gitrepo.Trailer) []gitrepo.Trailer {

@@ -62,8 +62,10 @@ func (s *Service) finishDelete(ctx context.Context, rec reconciler.ClusterRecord
 		if err != nil {
 			return fmt.Errorf("removing its Secret files from git: %w", err)
 		}
-		s.o.Log.Info("deleted cluster's Secrets removed from git", "cluster", uuid, "stack_id", rec.StackID, "commit", commit)
-		if commit != "" { // else someone else's commit did it: the history says which
+		// No commit: another replica's commit did it (the history says which), or an
+		// operator's revert of the delete brought the cluster back.
+		if commit != "" {
+			s.o.Log.Info("deleted cluster's Secrets removed from git", "cluster", uuid, "stack_id", rec.StackID, "commit", commit)
 			s.requester.request(rec.Namespace, nil)
 			s.mu.Lock()
 			s.removed[uuid] = removal{rec: rec, secrets: secrets, commit: commit}

@@ -1,0 +1,89 @@
+package reconciler_test
+
+import (
+	"context"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+)
+
+// TestDeleteCommitsFollowTheHead: the delete's later commits are built on the head they
+// are pushed on. When an operator reverts the delete_cluster commit (the HelmRelease comes
+// back, and the cluster it recreates needs its Secrets), neither RemoveSecrets nor
+// FinishDelete removes anything, whether this clone has fetched the revert or learns of
+// it from the refused push.
+func TestDeleteCommitsFollowTheHead(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name            string
+		revert, fetched bool
+	}{
+		{name: "no revert"},
+		{name: "revert fetched", revert: true, fetched: true},
+		{name: "revert on the remote only", revert: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			p, sink, dir := created(t)
+			del := event(t, "08-prod-a-delete.yaml")
+			out, err := sink.Apply(ctx, p, del)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace}
+			clusterDir := generator.ClusterDir(p.Config, rec.Namespace, rec.StackID)
+			if tc.revert {
+				work := filepath.Join(t.TempDir(), "work")
+				for _, args := range [][]string{{"clone", "-q", dir, work}, {"-C", work, "-c", "user.name=ops", "-c", "user.email=ops@example.org",
+					"revert", "--no-edit", "HEAD"}, {"-C", work, "push", "-q", "origin", "main"}} {
+					if b, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+						t.Fatalf("git %v: %v\n%s", args, err, b)
+					}
+				}
+				if tc.fetched {
+					if err := sink.Repo.Fetch(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			before := gitOut(t, dir, "rev-parse", "main")
+			secrets, commit, err := sink.RemoveSecrets(ctx, p.Config, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.revert {
+				if commit == "" || len(secrets) != 5 {
+					t.Fatalf("RemoveSecrets: commit %q, Secrets %v; want a commit and the cluster's 5 Secrets", commit, secrets)
+				}
+				if commit, err := sink.FinishDelete(ctx, p.Config, rec); err != nil || commit == "" {
+					t.Fatalf("FinishDelete: commit %q, %v", commit, err)
+				}
+				if files := gitOut(t, dir, "ls-tree", "-r", "--name-only", "main"); strings.Contains(files, clusterDir+"/") {
+					t.Errorf("the directory is still in Git:\n%s", files)
+				}
+				return
+			}
+			if commit != "" || len(secrets) != 0 {
+				t.Errorf("RemoveSecrets after a revert: commit %q, Secrets %v; want nothing", commit, secrets)
+			}
+			if commit, err := sink.FinishDelete(ctx, p.Config, rec); err != nil || commit != "" {
+				t.Errorf("FinishDelete after a revert: commit %q, %v; want nothing", commit, err)
+			}
+			if after := gitOut(t, dir, "rev-parse", "main"); after != before {
+				t.Errorf("main moved from %s to %s after the revert:\n%s", before, after, gitOut(t, dir, "log", "-2", "--stat", "main"))
+			}
+			files := gitOut(t, dir, "ls-tree", "-r", "--name-only", "main", clusterDir)
+			for _, want := range []string{"helmrelease.yaml", "secret-cloud-credentials.sops.yaml", "secret-ca.sops.yaml"} {
+				if !strings.Contains(files, path.Join(clusterDir, want)) {
+					t.Errorf("%s left Git after the revert:\n%s", want, files)
+				}
+			}
+		})
+	}
+}
