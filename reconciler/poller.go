@@ -204,17 +204,13 @@ func (p *Poller) pollCluster(ctx context.Context, c openstack.Cluster, templates
 	if known {
 		recEv = rec.Event
 	}
-	m := clusterState{Cluster: c.Event(), Template: tmpl.Event()}
-	if !deleting(m.Cluster.Status) {
-		groups, err := p.nodeGroups(ctx, c)
-		if err != nil {
+	var groups []openstack.NodeGroup
+	if !deleting(v1alpha1.ClusterStatus(c.Status)) {
+		if groups, err = p.nodeGroups(ctx, c); err != nil {
 			return err
 		}
-		for _, g := range groups {
-			m.NodeGroups = append(m.NodeGroups, g.Event())
-		}
 	}
-	for _, st := range diffCluster(recEv, m) {
+	for _, st := range diffCluster(recEv, magnumState(c, tmpl, groups)) {
 		if err := p.submit(ctx, c, recEv, st); err != nil {
 			return err
 		}

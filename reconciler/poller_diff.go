@@ -34,6 +34,14 @@ func (s *clusterState) group(name string) int {
 	return slices.IndexFunc(s.NodeGroups, func(g v1alpha1.NodeGroup) bool { return g.Name == name })
 }
 
+// implicitGroups gives a state without node groups (Magnum older than Stein lists none)
+// Magnum's two implicit groups.
+func (s *clusterState) implicitGroups() {
+	if len(s.NodeGroups) == 0 {
+		s.NodeGroups, _ = (&v1alpha1.ClusterEvent{Cluster: s.Cluster}).EffectiveNodeGroups()
+	}
+}
+
 // syncCounts sets the cluster's node_count and master_count to the sums over its worker
 // and master groups, as Magnum's Cluster object computes them.
 func (s *clusterState) syncCounts() {
@@ -89,10 +97,7 @@ func recordState(rec *v1alpha1.ClusterEvent) clusterState {
 // difference always yields the same steps: after a restart the poller derives what is
 // left and nothing twice.
 func diffCluster(rec *v1alpha1.ClusterEvent, m clusterState) []step {
-	if len(m.NodeGroups) == 0 {
-		// Magnum without node groups (older than Stein): its two implicit groups.
-		m.NodeGroups, _ = (&v1alpha1.ClusterEvent{Cluster: m.Cluster}).EffectiveNodeGroups()
-	}
+	m.implicitGroups()
 	switch {
 	case rec == nil && deleting(m.Cluster.Status):
 		return nil

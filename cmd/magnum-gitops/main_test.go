@@ -96,6 +96,13 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"a site post-renderer kustomize cannot apply", []string{"render", "-f", event, "--config", write("prt.yaml",
 			"flux: {post_renderers: [{kustomize: {patches: [{patch: '[{op: remove, path: /spec/paused}]'}]}}]}\n")},
 			"flux.post_renderers[0].kustomize.patches[0].target: must be set"},
+		{"migrate without clusters", []string{"migrate", "--config", write("m.yaml", "{}\n")}, `required flag(s) "filename" not set`},
+		{"migrate from an unknown source", []string{"migrate", "--source", "heat", "--config", write("m.yaml", "{}\n")}, "--source"},
+		{"migrate --export from a file", []string{"migrate", "-f", event, "--export", "--config", write("m.yaml", "{}\n")}, "--export"},
+		{"migrate from Magnum without OpenStack", []string{"migrate", "--source", "magnum", "--template-label", "capi", "--config", write("m.yaml", "{}\n")},
+			"--source magnum: needs the openstack section"},
+		{"migrate from Magnum selecting nothing", []string{"migrate", "--source", "magnum", "--config", write("mo.yaml", "openstack: {cloud: test}\n")},
+			"set --template-label or --template-driver"},
 		{"missing signing key", []string{"apply", "-f", event, "--insecure-plaintext-secrets", "--config",
 			write("sk.yaml", "git: {url: file:///nonexistent.git, author: {name: a, email: a@example.org}, signing_key_file: "+filepath.Join(dir, "absent.asc")+"}\n")}, "git.signing_key_file"},
 	} {

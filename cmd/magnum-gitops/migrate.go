@@ -28,7 +28,8 @@ const capiHelmDriver = "k8s_capi_helm_v1"
 
 type migrateOptions struct {
 	configFile, filename, kubeconfig, output string
-	dryRun                                   bool
+	source, templateLabel, templateDriver    string
+	dryRun, export                           bool
 	limit, batchSize                         int
 	allowRollout                             []string
 }
@@ -36,11 +37,11 @@ type migrateOptions struct {
 func newMigrateCommand() *cobra.Command {
 	o := &migrateOptions{}
 	cmd := &cobra.Command{
-		Use:   "migrate -f CLUSTERS --config FILE",
+		Use:   "migrate (-f CLUSTERS | --source magnum) --config FILE",
 		Short: "Adopt clusters magnum-capi-helm created, after comparing each with its live Helm release",
-		Long: `Render each cluster of CLUSTERS (a YAML stream of ClusterEvents, one per cluster) as
-adopted from magnum-capi-helm, read the Helm release the driver installed for it from the
-management cluster (Helm's release storage, read-only) and report per cluster:
+		Long: `Render each cluster as adopted from magnum-capi-helm, read the Helm release the driver
+installed for it from the management cluster (Helm's release storage, read-only) and
+report per cluster:
 
   identical  the values are the release's: adopting changes nothing
   differs    the values paths that change, and whether Cluster API would replace machines
@@ -48,12 +49,20 @@ management cluster (Helm's release storage, read-only) and report per cluster:
              template, the control plane's version, kubeadm configuration or machines)
   refused    why the cluster cannot be compared or rendered
 
+The clusters come from CLUSTERS (-f, a YAML stream of ClusterEvents, one per cluster), or
+with --source magnum from Magnum's API (the config's openstack section, or the OS_*
+variables): every cluster of the templates --template-label or --template-driver selects
+(default: openstack.poller.select), as Magnum holds it now; one Magnum is still operating
+on is refused. --export prints those clusters as ClusterEvents, the input of -f, and does
+nothing else.
+
 Features beyond the driver stay off on an adopted cluster (docs/features.md). With
 --dry-run nothing is written. Otherwise each cluster that replaces no machine, or that
 --allow-rollout names, is committed (one commit per cluster, --batch-size per push, at
 most --limit); a cluster already adopted makes no commit, so a run can be repeated until
 every cluster is done. See docs/migrating.md.`,
-		Example: `  magnum-gitops migrate -f clusters.yaml --config /etc/magnum-gitops/config.yaml --dry-run
+		Example: `  magnum-gitops migrate --source magnum --template-label capi=true --config /etc/magnum-gitops/config.yaml --dry-run
+  magnum-gitops migrate --source magnum --template-label capi=true --config config.yaml --export > clusters.yaml
   magnum-gitops migrate -f clusters.yaml --config config.yaml --limit 20 --allow-rollout prod-a`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,7 +70,11 @@ every cluster is done. See docs/migrating.md.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.filename, "filename", "f", "", "ClusterEvents, one per cluster (a YAML stream), or - for standard input (required)")
+	f.StringVarP(&o.filename, "filename", "f", "", "ClusterEvents, one per cluster (a YAML stream), or - for standard input (--source file)")
+	f.StringVar(&o.source, "source", "file", "where the clusters come from: file (-f) or magnum (Magnum's API)")
+	f.StringVar(&o.templateLabel, "template-label", "", "--source magnum: the clusters of templates with this label (key=value, or key)")
+	f.StringVar(&o.templateDriver, "template-driver", "", "--source magnum: the clusters of templates of this Magnum driver (Magnum 2024.1+)")
+	f.BoolVar(&o.export, "export", false, "--source magnum: print the clusters as ClusterEvents (the -f input) and stop")
 	f.StringVar(&o.configFile, "config", "", "configuration file with a git section (required)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "management cluster kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "report only; commit nothing")
@@ -69,7 +82,6 @@ every cluster is done. See docs/migrating.md.`,
 	f.IntVar(&o.batchSize, "batch-size", 10, "clusters per push")
 	f.StringSliceVar(&o.allowRollout, "allow-rollout", nil, "clusters (name or UUID) to commit even though their machines would be replaced")
 	f.StringVarP(&o.output, "output", "o", "table", "report format: table or json")
-	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -82,18 +94,45 @@ func (o *migrateOptions) run(ctx context.Context, stdin io.Reader, stdout, stder
 		return config.Invalid(errors.New("--limit: must not be negative"))
 	case o.batchSize < 1:
 		return config.Invalid(errors.New("--batch-size: must be at least 1"))
+	case o.source != "file" && o.source != "magnum":
+		return config.Invalid(fmt.Errorf("--source: unknown source %q (file, magnum)", o.source))
+	case o.source == "file" && o.filename == "":
+		return config.Invalid(errors.New(`required flag(s) "filename" not set (or --source magnum)`))
+	case o.source == "magnum" && o.filename != "":
+		return config.Invalid(errors.New("--filename: not with --source magnum (the clusters come from Magnum)"))
+	case o.source == "file" && (o.export || o.templateLabel != "" || o.templateDriver != ""):
+		return config.Invalid(errors.New("--export, --template-label, --template-driver: only with --source magnum"))
 	}
 	file, err := config.Load(o.configFile)
-	if err != nil {
-		return err
-	}
-	events, err := readEvents(stdin, o.filename)
 	if err != nil {
 		return err
 	}
 	p, err := pipeline(file, false)
 	if err != nil {
 		return err
+	}
+	var events []*v1alpha1.ClusterEvent
+	var refused []migrate.Report // clusters Magnum lists that cannot be adopted now
+	if o.source == "file" {
+		if events, err = readEvents(stdin, o.filename); err != nil {
+			return err
+		}
+	} else if events, refused, err = o.fromMagnum(ctx, file, p); err != nil {
+		return err
+	}
+	for _, ev := range events {
+		// The cluster exists and Magnum is done with it: adopting it is an update, and no
+		// Magnum request's id (whose retries the ledger answers) belongs to it.
+		ev.Operation, ev.NodeGroup, ev.ID = v1alpha1.UpdateCluster, "", ""
+		if ev.Adopted == nil {
+			ev.Adopted = &v1alpha1.Adoption{Driver: capiHelmDriver}
+		}
+	}
+	if o.export {
+		for _, r := range refused {
+			fmt.Fprintf(stderr, "migrate: %s (%s) left out: %s\n", r.ClusterName, r.ClusterUUID, r.Reason)
+		}
+		return writeEvents(stdout, events)
 	}
 	restCfg, err := kube.RESTConfig(o.kubeconfig)
 	if err != nil {
@@ -105,12 +144,6 @@ func (o *migrateOptions) run(ctx context.Context, stdin io.Reader, stdout, stder
 	}
 	reports := make([]migrate.Report, len(events))
 	for i, ev := range events {
-		// The cluster exists and Magnum is done with it: adopting it is an update, and no
-		// Magnum request's id (whose retries the ledger answers) belongs to it.
-		ev.Operation, ev.NodeGroup, ev.ID = v1alpha1.UpdateCluster, "", ""
-		if ev.Adopted == nil {
-			ev.Adopted = &v1alpha1.Adoption{Driver: capiHelmDriver}
-		}
 		res, err := p.Render(ctx, ev)
 		if err != nil {
 			reports[i] = migrate.Refuse(ev.Cluster.UUID, ev.Cluster.Name, err)
@@ -123,6 +156,7 @@ func (o *migrateOptions) run(ctx context.Context, stdin io.Reader, stdout, stder
 		}
 		reports[i] = migrate.Compare(live, res)
 	}
+	reports = append(reports, refused...)
 	if o.output == "json" {
 		if err := writeJSON(stdout, reports); err != nil {
 			return err

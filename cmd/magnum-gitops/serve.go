@@ -169,7 +169,7 @@ func (o *serveOptions) openstack(ctx context.Context, file *config.File, p *reco
 	if o.source != "api" && o.source != "magnum" {
 		return config.Invalid(fmt.Errorf("--source: unknown source %q (api, magnum)", o.source))
 	}
-	if file.OpenStack.Cloud == "" && file.OpenStack.CloudsFile == "" && os.Getenv("OS_AUTH_URL") == "" {
+	if !openstackConfigured(&file.OpenStack) {
 		if o.source == "magnum" {
 			return config.Invalid(errors.New("--source magnum: needs the openstack section (or OS_* variables)"))
 		}
