@@ -106,6 +106,18 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if file.Git.CacheDir == "" {
+		// In memory, go-git's store keeps every object of the history in the heap, which
+		// then grows with every commit the service makes (BenchmarkOpen): serve always
+		// keeps its clone on disk.
+		dir, err := os.MkdirTemp("", "magnum-gitops-git-")
+		if err != nil {
+			return fmt.Errorf("git: a directory for the clone (or set git.cache_dir): %w", err)
+		}
+		defer os.RemoveAll(dir)
+		file.Git.CacheDir = dir
+		log.Info("git: the clone is kept in a temporary directory, removed at exit; set git.cache_dir to keep it across restarts", "dir", dir)
+	}
 	sink, err := gitSink(ctx, file)
 	if err != nil {
 		return err
