@@ -318,14 +318,25 @@ class Driver(driver.Driver):
                       {"c": cluster.uuid, "s": stored.status})
             return
         groups = status_mod.list_groups(context, cluster)
-        new = status_mod.apply(cluster, doc, groups,
-                               event_id=event_mod.recorded_event(stored))
+        event_id = event_mod.recorded_event(stored)
+        if status_mod.in_progress(stored.status) and event_mod.event_done(stored):
+            # Magnum started an operation (it saves the cluster *_IN_PROGRESS before it
+            # calls the driver) whose event the driver has not recorded yet: every answer
+            # the service has is about an earlier one.
+            LOG.debug("magnum-gitops: cluster %(c)s is %(s)s and its last event %(e)s is "
+                      "over: the new operation's event is not sent yet",
+                      {"c": cluster.uuid, "s": stored.status, "e": event_id})
+            event_id = status_mod.NOT_SENT
+        new = status_mod.apply(cluster, doc, groups, event_id=event_id)
         if new == S.DELETE_COMPLETE and not self._cleanup_deleted(context, cluster):
             # Magnum's job destroys the record right after a DELETE_COMPLETE: stay in
             # progress until the application credential is gone, the next pass retries.
             cluster.status = S.DELETE_IN_PROGRESS
             cluster.status_reason = ("cluster deleted; deleting its application "
                                      "credential failed, retrying")
+        if (new and not status_mod.in_progress(cluster.status)
+                and event_mod.recorded_event(cluster) == event_id):
+            event_mod.mark_done(cluster)  # saved with the final status
         if cluster.obj_what_changed():
             cluster.save()
 

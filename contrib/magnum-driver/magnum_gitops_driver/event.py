@@ -136,6 +136,13 @@ EVENT_FIELD = "container_version"
 EVENT_MARKER = "magnum-gitops-event:"
 
 
+# Appended to the marker once the status job has taken the event's final status: Magnum
+# accepts no new operation on a cluster in progress, so that is saved before any other
+# operation can start, and a cluster in progress whose recorded event is done is in an
+# operation whose event the driver has not recorded yet.
+EVENT_DONE = "+done"
+
+
 def record_event(cluster, event_id):
     """Mark ``event_id`` as the cluster's operation in flight (the caller saves).
 
@@ -147,15 +154,31 @@ def record_event(cluster, event_id):
     return True
 
 
+def _recorded(cluster):
+    if EVENT_FIELD not in cluster.fields or not cluster.obj_attr_is_set(EVENT_FIELD):
+        return ""
+    value = getattr(cluster, EVENT_FIELD) or ""
+    return value[len(EVENT_MARKER):] if value.startswith(EVENT_MARKER) else ""
+
+
 def recorded_event(cluster):
     """The event id record_event left on the cluster, or None (nothing recorded: a
     cluster whose operation a driver without this record started)."""
-    if EVENT_FIELD not in cluster.fields or not cluster.obj_attr_is_set(EVENT_FIELD):
-        return None
-    value = getattr(cluster, EVENT_FIELD) or ""
-    if not value.startswith(EVENT_MARKER):
-        return None
-    return value[len(EVENT_MARKER):] or None
+    value = _recorded(cluster)
+    if value.endswith(EVENT_DONE):
+        value = value[:-len(EVENT_DONE)]
+    return value or None
+
+
+def event_done(cluster):
+    """Whether the status job took the final status of the recorded event (mark_done)."""
+    return _recorded(cluster).endswith(EVENT_DONE) and recorded_event(cluster) is not None
+
+
+def mark_done(cluster):
+    """Note, with the final status the caller saves, that the recorded event is over."""
+    if recorded_event(cluster) is not None and not event_done(cluster):
+        setattr(cluster, EVENT_FIELD, EVENT_MARKER + recorded_event(cluster) + EVENT_DONE)
 
 
 def build(operation, context, cluster, template, groups, nodegroup=None, params=None,

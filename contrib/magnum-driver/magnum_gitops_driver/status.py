@@ -5,7 +5,8 @@ for the operation in flight (the answer's ``event_id`` is the one the driver rec
 the cluster before it looked anything up, see event.record_event). Two consecutive
 ``UPDATE_*`` operations look alike otherwise: an answer about the previous one, read
 between Magnum's UPDATE_IN_PROGRESS and the new event reaching the service, would end the
-new one at once.
+new one at once. Before the driver records the new event, the recorded one is marked done
+(event.mark_done, saved with its final status), and no answer belongs to the operation.
 
 Family rule: a record in ``X_IN_PROGRESS`` takes only a status of the same action X from
 the service (``X_IN_PROGRESS``, ``X_COMPLETE``, ``X_FAILED``). Anything else (a stale
@@ -39,6 +40,11 @@ def family_status(current, reported):
     if _action(reported) != _action(current):
         return None
     return reported
+
+
+# NOT_SENT is the event of an operation whose event the driver has not recorded yet: no
+# answer is about it.
+NOT_SENT = object()
 
 
 def belongs(doc, event_id):

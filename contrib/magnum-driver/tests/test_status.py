@@ -294,6 +294,34 @@ class TestEventRule(StatusTestCase):
         self.assertEqual(("UPDATE_COMPLETE", "done"), (c.status, c.status_reason))
         self.assertEqual({"UPDATE_COMPLETE"}, {ng.status for ng in self.groups(c).values()})
 
+    def test_status_pass_before_the_driver_records_its_event(self):
+        """Magnum saves the cluster UPDATE_IN_PROGRESS before it even picks the driver (it
+        reads the template and may ask Glance); a status pass in that window has only the
+        answer about the previous event, whose final status was taken already."""
+        self.doc("UPDATE_COMPLETE", "the previous operation", nodegroups=self.ROWS)
+        c = self.set_status(self.cluster, "UPDATE_IN_PROGRESS")
+        self.sync_status()  # the previous operation completes
+        c = self.reload(c)
+        self.assertEqual("UPDATE_COMPLETE", c.status)
+        self.assertTrue(event_mod.event_done(c))
+        previous = event_mod.recorded_event(c)
+        c = self.set_status(c, "UPDATE_IN_PROGRESS")  # the next operation, not sent yet
+        self.sync_status()
+        c = self.reload(c)
+        self.assertEqual("UPDATE_IN_PROGRESS", c.status)
+        self.assertEqual({"UPDATE_IN_PROGRESS"}, {ng.status for ng in self.groups(c).values()})
+        self.assertEqual(previous, event_mod.recorded_event(c))
+        self.assertEqual("https://192.0.2.10:6443", c.api_address)  # not a status
+        # The driver records and sends the new event: its answer is taken.
+        self.cluster_handler.cluster_resize(self.context, c, 3, [], self.groups(c)["default-worker"])
+        sent = self.posts.events[-1]
+        self.assertNotEqual(previous, sent["id"])
+        self.doc("UPDATE_COMPLETE", "resized", nodegroups=self.ROWS)
+        self.sync_status()
+        c = self.reload(c)
+        self.assertEqual(("UPDATE_COMPLETE", "resized"), (c.status, c.status_reason))
+        self.assertEqual(sent["id"], event_mod.recorded_event(c))
+
     def test_status_pass_during_the_lookups_keeps_nodegroup_operations_in_progress(self):
         """Magnum saves the cluster UPDATE_IN_PROGRESS before it calls the driver, whose
         look-ups take seconds against a real cloud; another conductor's status pass in that
