@@ -126,6 +126,54 @@ func (s *Snapshot) ListDir(dir string) (names []string, err error) {
 	return names, err
 }
 
+// Hashes returns the object hash of every file and directory under dir by path, dir's
+// own under its cleaned path; none when there is no such directory. Equal hashes mean
+// equal contents, to the last byte of every file under a directory: a caller that
+// remembers what it concluded from some paths can tell them again without reading them.
+func (s *Snapshot) Hashes(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := s.r.locked(func() error {
+		if s.reads != nil {
+			s.reads.dir(dir)
+		}
+		root, err := s.root()
+		if err != nil || root.IsZero() {
+			return s.r.noteDamage(err)
+		}
+		h, prefix := root, ""
+		if dir = path.Clean(dir); dir != "." && dir != "/" {
+			e, found, err := lookup(s.r.store, root, dir)
+			if err != nil || !found || e.Mode != filemode.Dir {
+				return s.r.noteDamage(err)
+			}
+			h, prefix = e.Hash, dir+"/"
+		}
+		out[dir] = h.String()
+		return s.r.noteDamage(s.walkHashes(h, prefix, out))
+	})
+	return out, err
+}
+
+// walkHashes adds the hashes under tree h, whose paths start with prefix. Callers hold st.
+func (s *Snapshot) walkHashes(h plumbing.Hash, prefix string, out map[string]string) error {
+	t, err := object.GetTree(s.r.store, h)
+	if err != nil {
+		return err
+	}
+	for _, e := range t.Entries {
+		switch {
+		case e.Mode == filemode.Dir:
+			out[prefix+e.Name] = e.Hash.String()
+			if err := s.walkHashes(e.Hash, prefix+e.Name+"/", out); err != nil {
+				return err
+			}
+		case e.Mode.IsFile():
+			out[prefix+e.Name] = e.Hash.String()
+		}
+	}
+	return nil
+}
+
 // ListFiles implements Tree.
 func (s *Snapshot) ListFiles(dir string) (files []string, err error) {
 	err = s.r.locked(func() error {

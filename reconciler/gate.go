@@ -21,6 +21,10 @@ const gateSize = 1 << 18
 // written most recently, which are the ones the next events change.
 const jsonSize = 1 << 12
 
+// settledSize bounds the cluster directories a Gate knows to be settled: more than the
+// 10,000 clusters a resync is sized for, some 2 MB.
+const settledSize = 1 << 15
+
 // Gate decides that an object is unchanged by a digest of the object instead of by
 // serialising it: most plans (every cluster of a resync, every group of a scale event)
 // write objects the repository already holds, and serialising them was most of a plan's
@@ -39,6 +43,59 @@ type Gate struct {
 	// next change of that cluster compares itself with what is deployed (upgrade rules, the
 	// commit message) without parsing the file's YAML.
 	json map[[sha256.Size]byte][]byte
+	// settled holds, by settledKey (a pipeline's settings and a cluster directory's
+	// tree), the directories whose record rendered to exactly what the tree held, with
+	// the other paths their plan covered (the namespace's file, the chart source) and
+	// what those held: a resync skips such a directory, unread, while all of it stays.
+	settled map[[sha256.Size]byte][]pathHash
+}
+
+// pathHash is a path of a tree and the hash of what it holds there ("" when absent).
+type pathHash struct{ path, hash string }
+
+// settledKey names a cluster directory's tree under a pipeline's settings (settings is
+// a digest of them): what one pipeline rendered to nothing, another may not.
+func settledKey(settings [sha256.Size]byte, dirHash string) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write(settings[:])
+	h.Write([]byte(dirHash))
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// isSettled reports whether the directory key names rendered to nothing before, with
+// every other path its plan covered holding what it held then (hashes are the tree's).
+func (g *Gate) isSettled(key [sha256.Size]byte, hashes map[string]string) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	deps, ok := g.settled[key]
+	g.mu.Unlock()
+	if !ok {
+		return false
+	}
+	for _, d := range deps {
+		if hashes[d.path] != d.hash {
+			return false
+		}
+	}
+	return true
+}
+
+// settle notes that the directory key names renders to nothing while deps, the other
+// paths its plan covers, hold what they hold now.
+func (g *Gate) settle(key [sha256.Size]byte, deps []pathHash) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.settled == nil || len(g.settled) >= settledSize {
+		g.settled = make(map[[sha256.Size]byte][]pathHash)
+	}
+	g.settled[key] = deps
 }
 
 // objects returns the serialiser a plan hands to generator.FileOptions.Marshal: the

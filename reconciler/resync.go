@@ -2,12 +2,16 @@ package reconciler
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"path"
 	"runtime"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
@@ -43,6 +47,14 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress fu
 			records = append(records, f)
 		}
 	}
+	// A cluster directory a resync of these settings found settled before, and whose tree
+	// has not changed since, renders to nothing again: its record is neither read nor
+	// rendered (Gate.settled). The resolvers only fill what a record lacks, and records
+	// are written resolved, so the tree and the settings decide the plan.
+	hashes, settings, err := p.settledGate(repo)
+	if err != nil {
+		return nil, err
+	}
 	// Clusters are independent: render them on every CPU, keep the plans in record order.
 	plans := make([]*Plan, len(records))
 	var (
@@ -56,7 +68,7 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress fu
 			if err := gctx.Err(); err != nil {
 				return err
 			}
-			pl, err := p.resyncOne(gctx, repo, f)
+			pl, err := p.resyncOne(gctx, repo, f, hashes, settings)
 			if err != nil {
 				return err
 			}
@@ -80,8 +92,36 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress fu
 	return out, err
 }
 
+// settledGate returns the hash of every path under the Flux path and the digest of p's
+// settings, when p has a Gate and repo can hash its paths; nil hashes otherwise.
+func (p *Pipeline) settledGate(repo FileLister) (map[string]string, [sha256.Size]byte, error) {
+	h, ok := repo.(interface {
+		Hashes(dir string) (map[string]string, error)
+	})
+	if p.Gate == nil || !ok {
+		return nil, [sha256.Size]byte{}, nil
+	}
+	cfg, err := json.Marshal(p.Config)
+	if err != nil {
+		return nil, [sha256.Size]byte{}, nil // settings it cannot digest: no gate
+	}
+	hashes, err := h.Hashes(p.Config.Flux.Path)
+	if err != nil {
+		return nil, [sha256.Size]byte{}, stepError("read", err)
+	}
+	return hashes, sha256.Sum256(cfg), nil
+}
+
 // resyncOne renders one record again and returns its plan, or nil when nothing changes.
-func (p *Pipeline) resyncOne(ctx context.Context, repo FileLister, f string) (*Plan, error) {
+// With hashes (settledGate), a directory settled before is skipped unread.
+func (p *Pipeline) resyncOne(ctx context.Context, repo FileLister, f string, hashes map[string]string, settings [sha256.Size]byte) (*Plan, error) {
+	dir := path.Dir(f)
+	var key [sha256.Size]byte
+	if hashes != nil {
+		if key = settledKey(settings, hashes[dir]); p.Gate.isSettled(key, hashes) {
+			return nil, nil
+		}
+	}
 	data, ok, err := repo.ReadFile(f)
 	if err != nil {
 		return nil, stepError("read", err)
@@ -98,8 +138,14 @@ func (p *Pipeline) resyncOne(ctx context.Context, repo FileLister, f string) (*P
 		return nil, err
 	}
 	pl, err := p.Plan(ev, res, repo)
-	if err != nil || pl.NoOp() {
+	if err != nil {
 		return nil, err
+	}
+	if pl.NoOp() {
+		if hashes != nil {
+			p.Gate.settle(key, outside(pl.Files, dir, hashes))
+		}
+		return nil, nil
 	}
 	pl.record = data
 	asResync(pl)
@@ -119,4 +165,22 @@ func asResync(pl *Plan) {
 		}
 	}
 	pl.Commit.Trailers = append(kept, gitrepo.Trailer{Key: TrailerResync, Value: "true"})
+}
+
+// outside lists the paths a plan covers outside the cluster directory dir (the
+// namespace's file, the chart source), with what the tree holds there.
+func outside(fs *generator.FileSet, dir string, hashes map[string]string) []pathHash {
+	var out []pathHash
+	add := func(p string) {
+		if !strings.HasPrefix(p, dir+"/") {
+			out = append(out, pathHash{p, hashes[p]})
+		}
+	}
+	for p := range fs.Files {
+		add(p)
+	}
+	for _, p := range fs.Deletes {
+		add(p)
+	}
+	return out
 }

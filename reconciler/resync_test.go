@@ -237,3 +237,100 @@ func upgrade(p *reconciler.Pipeline) *reconciler.Pipeline {
 	upgraded.Config = &cfg
 	return &upgraded
 }
+
+// countingSnapshot is a snapshot of the branch that notes the records resync reads.
+type countingSnapshot struct {
+	*gitrepo.Snapshot
+	mu      sync.Mutex
+	records map[string]bool
+}
+
+func (c *countingSnapshot) ReadFile(p string) ([]byte, bool, error) {
+	if path.Base(p) == reconciler.RecordFile {
+		c.mu.Lock()
+		c.records[p] = true
+		c.mu.Unlock()
+	}
+	return c.Snapshot.ReadFile(p)
+}
+
+// TestResyncSkipsSettledClusters: with a Gate, a cluster directory that rendered to
+// nothing is not read again while its tree, the other paths its plan covers and the
+// pipeline's settings stay the same; a change to any of them brings it back.
+func TestResyncSkipsSettledClusters(t *testing.T) {
+	t.Parallel()
+	const ns = "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c" // prod-a's project, of no other cluster here
+	for _, tc := range []struct {
+		name string
+		// change edits the repository (or returns another pipeline) after the first resync.
+		change      func(t *testing.T, p *reconciler.Pipeline, sink *reconciler.GitSink) *reconciler.Pipeline
+		reads, plan int // records read (of distinct clusters) and plans made by the second resync
+	}{
+		{name: "unchanged", reads: 0, plan: 0},
+		{name: "a hand edit in a cluster's directory", reads: 1, plan: 1,
+			change: func(t *testing.T, p *reconciler.Pipeline, sink *reconciler.GitSink) *reconciler.Pipeline {
+				handEdit(t, sink, path.Join(p.Config.Flux.Path, ns, "prod-a-2b7xq4mzkd5h", generator.HelmReleaseFile), "machineCount: 3", "machineCount: 9")
+				return p
+			}},
+		{name: "a hand edit of the namespace beside it", reads: 1, plan: 1,
+			change: func(t *testing.T, p *reconciler.Pipeline, sink *reconciler.GitSink) *reconciler.Pipeline {
+				handEdit(t, sink, path.Join(p.Config.Flux.Path, ns, "namespace.yaml"), "kind: Namespace", "kind: Namespace\n# edited")
+				return p
+			}},
+		{name: "other settings, the same gate", reads: 4, plan: 4,
+			change: func(t *testing.T, p *reconciler.Pipeline, _ *reconciler.GitSink) *reconciler.Pipeline {
+				return upgrade(p)
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, sink, _ := committer(t)
+			p.Gate = &reconciler.Gate{}
+			ctx := context.Background()
+			for _, n := range []string{"01-prod-a-create.yaml", "17-keystone-auth.yaml", "18-ovn-allowed-cidrs-chart-0.24.yaml", "25-flatcar-cilium.yaml"} {
+				if _, err := sink.Apply(ctx, p, event(t, n)); err != nil {
+					t.Fatalf("%s: %v", n, err)
+				}
+			}
+			resync := func(p *reconciler.Pipeline) (reads, plans int) {
+				t.Helper()
+				snap, err := sink.Repo.Snapshot()
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := &countingSnapshot{Snapshot: snap, records: map[string]bool{}}
+				pl, err := p.ResyncPlans(ctx, c, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(c.records), len(pl)
+			}
+			if reads, plans := resync(p); reads != 4 || plans != 0 {
+				t.Fatalf("first resync: %d records read, %d plans; want 4 and none", reads, plans)
+			}
+			q := p
+			if tc.change != nil {
+				q = tc.change(t, p, sink)
+			}
+			if reads, plans := resync(q); reads != tc.reads || plans != tc.plan {
+				t.Errorf("second resync: %d records read, %d plans; want %d and %d", reads, plans, tc.reads, tc.plan)
+			}
+		})
+	}
+}
+
+// handEdit commits an operator's edit of one file: old replaced by new.
+func handEdit(t *testing.T, sink *reconciler.GitSink, file, old, new string) {
+	t.Helper()
+	b, ok, err := sink.Repo.ReadFile(file)
+	if err != nil || !ok {
+		t.Fatalf("reading %s: %v %v", file, ok, err)
+	}
+	edited := strings.Replace(string(b), old, new, 1)
+	if edited == string(b) {
+		t.Fatalf("no %q in %s:\n%s", old, file, b)
+	}
+	if _, err := sink.Repo.Apply(context.Background(), gitrepo.Change{Subject: "hand edit", Files: map[string][]byte{file: []byte(edited)}}); err != nil {
+		t.Fatal(err)
+	}
+}
