@@ -319,16 +319,16 @@ func TestResyncSkipsSettledClusters(t *testing.T) {
 	}
 }
 
-// handEdit commits an operator's edit of one file: old replaced by new.
-func handEdit(t *testing.T, sink *reconciler.GitSink, file, old, new string) {
+// handEdit commits an operator's edit of one file: from replaced by to.
+func handEdit(t *testing.T, sink *reconciler.GitSink, file, from, to string) {
 	t.Helper()
 	b, ok, err := sink.Repo.ReadFile(file)
 	if err != nil || !ok {
 		t.Fatalf("reading %s: %v %v", file, ok, err)
 	}
-	edited := strings.Replace(string(b), old, new, 1)
+	edited := strings.Replace(string(b), from, to, 1)
 	if edited == string(b) {
-		t.Fatalf("no %q in %s:\n%s", old, file, b)
+		t.Fatalf("no %q in %s:\n%s", from, file, b)
 	}
 	if _, err := sink.Repo.Apply(context.Background(), gitrepo.Change{Subject: "hand edit", Files: map[string][]byte{file: []byte(edited)}}); err != nil {
 		t.Fatal(err)
