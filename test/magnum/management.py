@@ -90,7 +90,12 @@ class ManagementCluster(object):
 
     @contextlib.contextmanager
     def hold(self):
-        """Flux applies nothing new while held: the Kustomization is suspended."""
+        """Flux applies nothing new while held: the Kustomization is suspended, once the
+        branch's head is applied (a reconcile under way when the suspend lands would fetch
+        and apply the very commit the test holds back)."""
+        head = self.git.head()
+        wait_for("Flux to apply %s before holding" % head, lambda: self.applied == head, 180,
+                 self.proc, 0.2)
         self._suspend(True)
         try:
             yield

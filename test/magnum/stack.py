@@ -521,10 +521,10 @@ class Stack(object):
         else:
             self.flux = FluxCAPIStandIn(self.git, self.objects_file)
             status_source = ["--objects", self.objects_file]
-        config = self.write("serve/config.yaml", yaml.safe_dump(config))
+        self.serve_config = self.write("serve/config.yaml", yaml.safe_dump(config))
         self.serve_log = self.log("serve")
         self.serve = self.spawn("serve", [
-            self.serve_bin, "serve", "--config", config] + status_source + [
+            self.serve_bin, "serve", "--config", self.serve_config] + status_source + [
             "--log-format", "json", "--resync-interval", "0", "--health-interval", "5s",
             "--shutdown-delay", "0s"], cwd=d, term_timeout=40)
         self._wait_serve()

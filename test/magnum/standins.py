@@ -100,6 +100,10 @@ class StandIn(object):
     def route(self, method, path, query, body, user):
         raise NotImplementedError
 
+    def version_document(self):
+        """The unauthenticated GET / of the service, None when the clients ask for none."""
+        return None
+
     def _handler(self):
         svc = self
 
@@ -132,6 +136,10 @@ class StandIn(object):
                                          self.headers.get("User-Agent", "")))
                     delay = max([s for p, s in svc.delays.items() if u.path.startswith(p)]
                                 or [0])
+                if self.command == "GET" and u.path.rstrip("/") == "":
+                    doc = svc.version_document()
+                    if doc is not None:  # unauthenticated, as the real services serve it
+                        return self._answer(200, doc)
                 user = svc.check_token(self.headers.get("X-Auth-Token"))
                 if user is None:
                     return self._answer(401, {"error": {"code": 401,
@@ -212,7 +220,8 @@ class Nova(StandIn):
 
 
 class Neutron(StandIn):
-    """Networking v2.0: networks and subnets, filtered by name, id and router:external."""
+    """Networking v2.0: the version document, networks and subnets, filtered by name, id
+    and router:external."""
 
     def __init__(self, check_token, log):
         super(Neutron, self).__init__("neutron", check_token, log)
@@ -223,6 +232,12 @@ class Neutron(StandIn):
                          "network_id": FIXED_NETWORK["id"], "cidr": "10.0.0.0/24",
                          "ip_version": 4, "enable_dhcp": True, "tenant_id": "",
                          "project_id": ""}]
+
+    def version_document(self):
+        # gophercloud's NewNetworkV2 checks the endpoint serves v2.0 (the Go resolver of
+        # migrate --source magnum, for events without resolved facts).
+        return {"versions": [{"id": "v2.0", "status": "CURRENT",
+                              "links": [{"rel": "self", "href": self.base + "/v2.0/"}]}]}
 
     @staticmethod
     def _match(items, query):

@@ -21,6 +21,7 @@ import base64
 import json
 import os
 import re
+import subprocess
 import time
 import types
 
@@ -281,7 +282,7 @@ def test_03_show(stack, cli, cluster):
     # Health: serve's reporter PATCHes Magnum (issue 29, defect 5: Magnum 15 refused it).
     # The shim's status job copies serve's health too, so serve may find Magnum already
     # holding it ("unchanged"); either way it compared with Magnum and nothing failed
-    # (test_13 holds that no report was dropped by the conductor).
+    # (test_14 holds that no report was dropped by the conductor).
     deadline = time.monotonic() + 30 * stack.patience
     while True:
         c = cli("coe", "cluster", "show", NAME, "-f", "json")
@@ -476,7 +477,43 @@ def test_10_cluster_config(stack, cli, cluster):
     assert cert.issuer == x509.load_pem_x509_certificate(ca.encode()).subject
 
 
-def test_11_ca_rotate_refused(stack, cli, cluster):
+def test_11_migrate_from_magnum(stack, cli, cluster):
+    """`migrate --source magnum` reads the cluster from the real Magnum API (gophercloud,
+    the service's admin credentials, the template selected by a label): --export prints it
+    as Magnum holds it; with the real management cluster, --dry-run compares it with the
+    release helm-controller installed and finds nothing to change. Nothing is committed."""
+    head = stack.git.head()
+    base = [stack.serve_bin, "migrate", "--source", "magnum", "--config", stack.serve_config,
+            "--template-label", "capi_helm_chart_version"]
+    out = subprocess.run(base + ["--export"], capture_output=True, text=True, timeout=120,
+                         cwd=os.path.dirname(stack.serve_config))
+    assert out.returncode == 0, out.stderr
+    events = [e for e in yaml.safe_load_all(out.stdout) if e]
+    assert [e["cluster"]["uuid"] for e in events] == [cluster], out.stdout
+    ev = events[0]
+    c = cli("coe", "cluster", "show", cluster, "-f", "json")  # on TEMPLATE_NEW since the upgrade
+    assert (ev["operation"], ev["adopted"], ev["cluster"]["name"], ev["cluster"]["stack_id"],
+            ev["cluster_template"]["uuid"]) == (
+        "update_cluster", {"driver": "k8s_capi_helm_v1"}, NAME, S.stack_id,
+        c["cluster_template_id"]), ev
+    assert ev["cluster"]["labels"] == c["labels"], (ev["cluster"]["labels"], c)
+    ngs = cli("coe", "nodegroup", "list", cluster, "-f", "json")
+    assert sorted((g["name"], g["node_count"]) for g in ev["nodegroups"]) == \
+        sorted((g["name"], g["node_count"]) for g in ngs), (ev["nodegroups"], ngs)
+    assert "id" not in ev and "secrets" not in ev, ev
+
+    if stack.capi:
+        out = subprocess.run(base + ["--kubeconfig", stack.flux.kubeconfig, "--dry-run",
+                                     "-o", "json"], capture_output=True, text=True,
+                             timeout=300, cwd=os.path.dirname(stack.serve_config))
+        assert out.returncode == 0, out.stderr
+        reports = json.loads(out.stdout)
+        assert [(r["cluster_uuid"], r["stack_id"], r["outcome"]) for r in reports] == \
+            [(cluster, S.stack_id, "identical")], json.dumps(reports, indent=1)
+    assert stack.git.head() == head, "migrate --export / --dry-run committed"
+
+
+def test_12_ca_rotate_refused(stack, cli, cluster):
     before = cli("coe", "ca", "show", NAME)
     head = stack.git.head()
     err = cli.fails("coe", "ca", "rotate", NAME)
@@ -494,7 +531,7 @@ def test_11_ca_rotate_refused(stack, cli, cluster):
                  status_is("UPDATE_COMPLETE"), 40, event["arrived"])
 
 
-def test_12_delete(stack, cli, cluster):
+def test_13_delete(stack, cli, cluster):
     row = stack.query("SELECT * FROM cluster WHERE uuid = %s", cluster)[0]
     refs = [row[k] for k in ("ca_cert_ref", "magnum_cert_ref", "etcd_ca_cert_ref",
                              "front_proxy_ca_cert_ref")]
@@ -552,7 +589,7 @@ def test_12_delete(stack, cli, cluster):
         "issue 29, defect 3: the cluster's application credential is still in Keystone")
 
 
-def test_13_magnum_took_every_health_report(stack):
+def test_14_magnum_took_every_health_report(stack):
     """serve's health reports reach Magnum's database, not only its API: Magnum 15 answers
     a PATCH 202 and its conductor then refuses, silently to the caller, any cluster that is
     not *_COMPLETE ("Updating a cluster when status is ..."), while serve counts the report
@@ -566,7 +603,7 @@ def test_13_magnum_took_every_health_report(stack):
             ln for ln in m.splitlines() if ln.startswith("magnum_gitops_health_reports")]))
 
 
-def test_14_nothing_secret_leaked(stack):
+def test_15_nothing_secret_leaked(stack):
     """No password, token or key of the run in serve's log, the CLI's log or Git's
     history (the Secrets there are encrypted)."""
     texts = {"serve log": open(stack.serve_log).read(),
@@ -581,7 +618,7 @@ def test_14_nothing_secret_leaked(stack):
     assert os.path.getsize(stack.serve_log) > 0
 
 
-def test_15_serve_log_is_json(stack):
+def test_16_serve_log_is_json(stack):
     """serve ran with --log-format json: every line is one JSON object with a message,
     client-go's leader election and informers included (they log through klog)."""
     with open(stack.serve_log) as f:
