@@ -26,12 +26,9 @@ import (
 func (s *GitSink) RemoveSecrets(ctx context.Context, cfg *generator.Config, rec ClusterRecord) (secrets []string, commit string, err error) {
 	dir := generator.ClusterDir(cfg, rec.Namespace, rec.StackID)
 	gr, err := s.Repo.ApplyBuilder(ctx, func(base gitrepo.Tree) (gitrepo.Change, error) {
-		names, err := base.ListDir(dir)
+		names, err := atPhase(base, cfg, dir, generator.DeleteAwaitingCluster)
 		if err != nil {
-			return gitrepo.Change{}, stepError("read", err)
-		}
-		if generator.DeletePhaseOf(names, cfg.DeployFile()) != generator.DeleteAwaitingCluster {
-			return gitrepo.Change{}, gitrepo.ErrSkipChange
+			return gitrepo.Change{}, err
 		}
 		fs, removed, err := generator.SecretsRemoved(cfg, rec.Namespace, rec.StackID, names)
 		if err != nil {
@@ -71,12 +68,8 @@ func (s *GitSink) RemoveSecrets(ctx context.Context, cfg *generator.Config, rec 
 func (s *GitSink) FinishDelete(ctx context.Context, cfg *generator.Config, rec ClusterRecord) (commit string, err error) {
 	dir := generator.ClusterDir(cfg, rec.Namespace, rec.StackID)
 	gr, err := s.Repo.ApplyBuilder(ctx, func(base gitrepo.Tree) (gitrepo.Change, error) {
-		names, err := base.ListDir(dir)
-		if err != nil {
-			return gitrepo.Change{}, stepError("read", err)
-		}
-		if generator.DeletePhaseOf(names, cfg.DeployFile()) != generator.DeleteSecretsRemoved {
-			return gitrepo.Change{}, gitrepo.ErrSkipChange
+		if _, err := atPhase(base, cfg, dir, generator.DeleteSecretsRemoved); err != nil {
+			return gitrepo.Change{}, err
 		}
 		files, err := base.ListFiles(dir)
 		if err != nil {
@@ -98,6 +91,19 @@ func (s *GitSink) FinishDelete(ctx context.Context, cfg *generator.Config, rec C
 		return "", nil
 	}
 	return gr.Commit.String(), nil
+}
+
+// atPhase returns the base names of dir's files on base when the directory stands at
+// phase there, else gitrepo.ErrSkipChange: a delete step commits only from its own phase.
+func atPhase(base gitrepo.Tree, cfg *generator.Config, dir string, phase generator.DeletePhase) ([]string, error) {
+	names, err := base.ListDir(dir)
+	if err != nil {
+		return nil, stepError("read", err)
+	}
+	if generator.DeletePhaseOf(names, cfg.DeployFile()) != phase {
+		return nil, gitrepo.ErrSkipChange
+	}
+	return names, nil
 }
 
 func deleteTrailers(rec ClusterRecord, op string, more ...gitrepo.Trailer) []gitrepo.Trailer {
