@@ -129,6 +129,11 @@ def test_03_resize_with_the_conductor_killed_in_progress(stack, cli, cluster):
     status job finishes the operation."""
     with stack.flux.hold():
         t0, event = resize(stack, cli, 3)
+        # Magnum saves the cluster UPDATE_IN_PROGRESS only once the driver returned, after
+        # serve had the event: a kill before that save leaves Magnum's record
+        # UPDATE_COMPLETE, and no status job looks at it again.
+        S.watch.wait("UPDATE_IN_PROGRESS before the kill", status_is("UPDATE_IN_PROGRESS"),
+                     30, t0)
         stack.restart_conductor(kill=True)
     completes(stack, cli, 3, t0)
 
