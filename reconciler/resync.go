@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -37,21 +38,15 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress fu
 		}
 		repo = snap
 	}
-	files, err := repo.ListFiles(p.Config.Flux.Path)
-	if err != nil {
-		return nil, stepError("read", err)
-	}
-	var records []string
-	for _, f := range files {
-		if path.Base(f) == RecordFile {
-			records = append(records, f)
-		}
-	}
 	// A cluster directory a resync of these settings found settled before, and whose tree
 	// has not changed since, renders to nothing again: its record is neither read nor
 	// rendered (Gate.settled). The resolvers only fill what a record lacks, and records
 	// are written resolved, so the tree and the settings decide the plan.
 	hashes, settings, err := p.settledGate(repo)
+	if err != nil {
+		return nil, err
+	}
+	records, err := p.records(repo, hashes)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +85,31 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress fu
 		}
 	}
 	return out, err
+}
+
+// records lists the record files under the Flux path: from hashes when the gate walked
+// the tree already (in path order), else by listing it (in Git's tree order).
+func (p *Pipeline) records(repo FileLister, hashes map[string]string) ([]string, error) {
+	var records []string
+	if hashes != nil {
+		for f := range hashes {
+			if path.Base(f) == RecordFile {
+				records = append(records, f)
+			}
+		}
+		slices.Sort(records)
+		return records, nil
+	}
+	files, err := repo.ListFiles(p.Config.Flux.Path)
+	if err != nil {
+		return nil, stepError("read", err)
+	}
+	for _, f := range files {
+		if path.Base(f) == RecordFile {
+			records = append(records, f)
+		}
+	}
+	return records, nil
 }
 
 // settledGate returns the hash of every path under the Flux path and the digest of p's
