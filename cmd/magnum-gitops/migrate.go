@@ -20,6 +20,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/migrate"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 	"github.com/magnum-gitops/magnum-gitops/status/kube"
 )
 
@@ -113,11 +114,26 @@ func (o *migrateOptions) run(ctx context.Context, stdin io.Reader, stdout, stder
 	}
 	var events []*v1alpha1.ClusterEvent
 	var refused []migrate.Report // clusters Magnum lists that cannot be adopted now
+	var sel func(openstack.ClusterTemplate) bool
+	if o.source == "magnum" {
+		if sel, err = o.templates(&file.OpenStack); err != nil {
+			return err
+		}
+	}
+	var cloud *openstack.Cloud
+	if openstackConfigured(&file.OpenStack) {
+		// Events that leave "resolved" out (those --source magnum reads, or exported) are
+		// resolved through OpenStack, as serve resolves them.
+		if cloud, err = connectOpenStack(ctx, &file.OpenStack); err != nil {
+			return err
+		}
+		p.Resolvers = append([]reconciler.Resolver{openstackResolver(&file.OpenStack, cloud)}, p.Resolvers...)
+	}
 	if o.source == "file" {
 		if events, err = readEvents(stdin, o.filename); err != nil {
 			return err
 		}
-	} else if events, refused, err = o.fromMagnum(ctx, file, p); err != nil {
+	} else if events, refused, err = fromMagnum(ctx, &file.OpenStack, cloud, sel); err != nil {
 		return err
 	}
 	for _, ev := range events {
@@ -156,6 +172,7 @@ func (o *migrateOptions) run(ctx context.Context, stdin io.Reader, stdout, stder
 		}
 		reports[i] = migrate.Compare(live, res)
 	}
+	// After the compared ones: commit pairs reports[i] with events[i] for those.
 	reports = append(reports, refused...)
 	if o.output == "json" {
 		if err := writeJSON(stdout, reports); err != nil {

@@ -16,31 +16,31 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 )
 
-// fromMagnum lists the clusters of the selected templates from Magnum's API, as the
-// poller of serve --source magnum reads them, and adds the OpenStack resolver to p so
-// that they render with the facts the driver looked up. A cluster Magnum is operating on,
-// or that cannot be read whole, is refused: adopting it in the middle of the driver's
-// operation would race the driver.
-func (o *migrateOptions) fromMagnum(ctx context.Context, file *config.File, p *reconciler.Pipeline) ([]*v1alpha1.ClusterEvent, []migrate.Report, error) {
-	c := &file.OpenStack
+// templates is the template selection of --source magnum: the flags, else the
+// configuration's openstack.poller.select; checked before OpenStack is reached.
+func (o *migrateOptions) templates(c *config.OpenStack) (func(openstack.ClusterTemplate) bool, error) {
 	if !openstackConfigured(c) {
-		return nil, nil, config.Invalid(errors.New("--source magnum: needs the openstack section (or OS_* variables)"))
+		return nil, config.Invalid(errors.New("--source magnum: needs the openstack section (or OS_* variables)"))
 	}
 	label, driver := c.Poller.Select.Label, c.Poller.Select.Driver
 	if o.templateLabel != "" || o.templateDriver != "" {
 		label, driver = o.templateLabel, o.templateDriver
 	}
 	if label == "" && driver == "" {
-		return nil, nil, config.Invalid(errors.New("--source magnum: set --template-label or --template-driver (or openstack.poller.select): migrating every cluster of a cloud by accident is not an option"))
+		return nil, config.Invalid(errors.New("--source magnum: set --template-label or --template-driver (or openstack.poller.select): migrating every cluster of a cloud by accident is not an option"))
 	}
 	sel, err := reconciler.SelectTemplates(label, driver)
 	if err != nil {
-		return nil, nil, config.Invalid(fmt.Errorf("--template-label: %w", err))
+		return nil, config.Invalid(fmt.Errorf("--template-label: %w", err))
 	}
-	cloud, err := connectOpenStack(ctx, c)
-	if err != nil {
-		return nil, nil, err
-	}
+	return sel, nil
+}
+
+// fromMagnum lists the clusters of the templates sel picks from Magnum's API, as the
+// poller of serve --source magnum reads them. A cluster Magnum is operating on, or that
+// cannot be read whole, is refused: adopting it in the middle of the driver's operation
+// would race the driver.
+func fromMagnum(ctx context.Context, c *config.OpenStack, cloud *openstack.Cloud, sel func(openstack.ClusterTemplate) bool) ([]*v1alpha1.ClusterEvent, []migrate.Report, error) {
 	m, err := openstack.NewMagnum(cloud)
 	if err != nil {
 		return nil, nil, err
@@ -54,7 +54,6 @@ func (o *migrateOptions) fromMagnum(ctx context.Context, file *config.File, p *r
 	if err != nil {
 		return nil, nil, fmt.Errorf("magnum: %w", err)
 	}
-	p.Resolvers = append([]reconciler.Resolver{openstackResolver(c, cloud)}, p.Resolvers...)
 	var events []*v1alpha1.ClusterEvent
 	var refused []migrate.Report
 	for _, mc := range listed {

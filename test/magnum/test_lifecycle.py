@@ -481,7 +481,8 @@ def test_11_migrate_from_magnum(stack, cli, cluster):
     """`migrate --source magnum` reads the cluster from the real Magnum API (gophercloud,
     the service's admin credentials, the template selected by a label): --export prints it
     as Magnum holds it; with the real management cluster, --dry-run compares it with the
-    release helm-controller installed and finds nothing to change. Nothing is committed."""
+    release helm-controller installed and finds nothing to change, from Magnum and from the
+    exported file. Nothing is committed."""
     head = stack.git.head()
     base = [stack.serve_bin, "migrate", "--source", "magnum", "--config", stack.serve_config,
             "--template-label", "capi_helm_chart_version"]
@@ -510,6 +511,14 @@ def test_11_migrate_from_magnum(stack, cli, cluster):
         reports = json.loads(out.stdout)
         assert [(r["cluster_uuid"], r["stack_id"], r["outcome"]) for r in reports] == \
             [(cluster, S.stack_id, "identical")], json.dumps(reports, indent=1)
+        # The exported file, given back with -f, is resolved the same way.
+        exported = stack.write("serve/migrate-clusters.yaml", yaml.safe_dump_all(events))
+        out = subprocess.run([stack.serve_bin, "migrate", "-f", exported, "--config",
+                              stack.serve_config, "--kubeconfig", stack.flux.kubeconfig,
+                              "--dry-run", "-o", "json"], capture_output=True, text=True,
+                             timeout=300, cwd=os.path.dirname(stack.serve_config))
+        assert out.returncode == 0, out.stderr
+        assert [r["outcome"] for r in json.loads(out.stdout)] == ["identical"], out.stdout
     assert stack.git.head() == head, "migrate --export / --dry-run committed"
 
 
