@@ -60,7 +60,9 @@ func startServeWith(t *testing.T, args []string) *serveProcess {
 		}
 	}
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "MAGNUM_GITOPS_RUN_MAIN=1")
+	// TMPDIR: serve's clone (no git.cache_dir) stays in the test's directory, also when
+	// the test kills it.
+	cmd.Env = append(os.Environ(), "MAGNUM_GITOPS_RUN_MAIN=1", "TMPDIR="+t.TempDir())
 	p := &serveProcess{cmd: cmd, addr: addr, logs: leakcheck.Log(t, "serve's log")}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {

@@ -526,7 +526,10 @@ class Stack(object):
         self.serve = self.spawn("serve", [
             self.serve_bin, "serve", "--config", self.serve_config] + status_source + [
             "--log-format", "json", "--resync-interval", "0", "--health-interval", "5s",
-            "--shutdown-delay", "0s"], cwd=d, term_timeout=40)
+            "--shutdown-delay", "0s"], cwd=d, term_timeout=40,
+            # serve's clone (no git.cache_dir) goes to $TMPDIR: a killed serve leaves it in
+            # the stack's directory, not in /tmp.
+            env=dict(os.environ, TMPDIR=d))
         self._wait_serve()
 
     def _wait_serve(self):
