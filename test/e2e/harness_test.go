@@ -735,7 +735,9 @@ func (h *harness) postEvent(eventFile string) eventAnswer {
 // its API, status and the delete choreography's second phase from the API server (its
 // leader loops, elected through a Lease).
 func (h *harness) startServe() {
-	env := append(os.Environ(), "HOME="+h.work)
+	// TMPDIR: serve's clone (no git.cache_dir) stays in the harness's directory, also
+	// when a test kills it.
+	env := append(os.Environ(), "HOME="+h.work, "TMPDIR="+h.work)
 	h.serveProc = h.startProcess("magnum-gitops-serve", h.bin.magnum, []string{"serve", "--config", h.config,
 		"--source", "api", "--kubeconfig", h.kubeconfig}, env)
 	// /readyz: the Git remote answers and the status cache has synced.
