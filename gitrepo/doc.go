@@ -12,21 +12,25 @@
 //
 // Writing:
 //   - Apply commits static Changes (desired content per path, a message, trailers).
-//   - ApplyBuilder commits what a Builder computes from the Tree it will be committed on;
-//     when the remote moved, the builder runs again on the new head, so content that
-//     depends on the repository (such as a SOPS file that keeps its ciphertext when the
-//     plaintext is unchanged) is recomputed there.
-//   - ApplyGroup commits one change per builder as a chain and pushes the chain at once;
-//     a builder that fails or conflicts is left out with its own error. The builders run
-//     ahead of the chain, side by side on the branch head, recording what they read; a
-//     change built there is kept when nothing committed before it wrote any of that, and
-//     otherwise built again on the chain's tip.
+//   - A Batch is what a writer whose changes depend on the repository uses: it plans a
+//     change on Batch.Tip through a Snapshot.Recording, which records what the plan reads,
+//     and adds the change with that snapshot (Planned). The change is committed on the tip
+//     only while its plan holds there: everything it read reads the same as when it was
+//     planned. A change that no longer holds comes back with ErrStale and is planned
+//     again by its writer on the new tip (a SOPS file that keeps its ciphertext while its
+//     plaintext is unchanged is then recomputed against what the remote holds). So the
+//     plans of a group can be made side by side on one head, and the chain is still one
+//     push. The package never calls back into its writers.
+//   - ApplyPlanned and ApplyGroup are a Batch of one change, or of many, pushed as they
+//     are: what goes stale is left out with ErrStale.
 //
 // A push refused because the branch moved is retried with backoff on the new head, up to
-// Options.MaxAttempts. A path the remote changed meanwhile, to content other than what the
-// change wants, stops that change with a *ConflictError instead of being overwritten;
-// identical content is no conflict. A push the remote refuses for good (a hook, a
-// protected ref) fails at once with a *PushRejectedError.
+// Options.MaxAttempts: the chain is committed again there, and the changes whose plans no
+// longer hold come back from Batch.Push to be planned again. A path the remote changed
+// since the batch began, to content other than what the change wants, stops that change
+// with a *ConflictError instead of being overwritten; identical content is no conflict. A
+// push the remote refuses for good (a hook, a protected ref) fails at once with a
+// *PushRejectedError.
 //
 // Review mode (Change.Review) pushes to a review branch created from Options.Branch and
 // opens a pull request through a PullRequester (gitrepo/forge: Gitea, GitHub). A review

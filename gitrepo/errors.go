@@ -26,12 +26,12 @@ var (
 	// ErrPushRejected: the remote refused the push for a reason retrying cannot fix (a
 	// hook declined it, a protected or hidden ref). Nothing was written.
 	ErrPushRejected = errors.New("gitrepo: push rejected by the remote")
+	// ErrStale: what a planned change read reads differently on the commit it would go on
+	// (the remote moved, or a change before it in the batch wrote there). Nothing of it
+	// was committed; plan it again on the new tip (Batch.Tip) and add that.
+	ErrStale = errors.New("gitrepo: planned on a tree that has moved since")
 	// ErrStopWalk, returned by a Walk callback, ends the walk early without an error.
 	ErrStopWalk = errors.New("gitrepo: stop walking")
-	// ErrSkipChange, returned by a Builder, says there is nothing to commit on the tree it
-	// was given (say, what it meant to change was changed by someone else since it was
-	// planned): the builder makes no commit, as for a change already there (NoOp).
-	ErrSkipChange = errors.New("gitrepo: nothing to commit on this base")
 )
 
 // PushRejectedError is the remote's refusal of a ref update.

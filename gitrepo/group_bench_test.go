@@ -27,7 +27,7 @@ func BenchmarkGroup(b *testing.B) {
 				st := time.Now()
 				round := int(benchSeq.Add(100))
 				if mode == "group" {
-					bs := make([]gitrepo.Builder, 100)
+					bs := make([]gitrepo.Planned, 100)
 					for j := range bs {
 						bs[j] = static(change("group "+strconv.Itoa(round+j), threeFileChange(round+j)))
 					}

@@ -13,14 +13,12 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
-func static(c gitrepo.Change) gitrepo.Builder {
-	return func(gitrepo.Tree) (gitrepo.Change, error) { return c, nil }
-}
+// static is a change planned on nothing: it holds on every commit.
+func static(c gitrepo.Change) gitrepo.Planned { return gitrepo.Planned{Change: c} }
 
-// TestApplyGroup: one commit per builder, chained (a builder sees what the ones before it
-// wrote), one push for all; a no-op, or a builder that returns ErrSkipChange, makes no
-// commit; a failing, invalid, review or conflicting builder is left out with its own
-// error and the rest land.
+// TestApplyGroup: one commit per change, chained, one push for all; a no-op makes no
+// commit; an invalid, review or conflicting change is left out with its own error and the
+// rest land.
 func TestApplyGroup(t *testing.T) {
 	t.Parallel()
 	s := newGitServer(t)
@@ -39,63 +37,45 @@ func TestApplyGroup(t *testing.T) {
 	git(t, work, "commit", "-q", "-am", "human edit")
 	git(t, work, "push", "-q", "origin", "HEAD:main")
 
-	boom := errors.New("render failed")
 	review := change("review", map[string]string{"c/r.yaml": "r"})
 	review.Branch = "review/x"
-	builders := []gitrepo.Builder{
+	planned := []gitrepo.Planned{
 		static(change("first", map[string]string{"c/a.yaml": "a\n"})),
-		// Sees the first builder's file.
-		func(base gitrepo.Tree) (gitrepo.Change, error) {
-			a, ok, err := base.ReadFile("c/a.yaml")
-			if err != nil || !ok {
-				return gitrepo.Change{}, fmt.Errorf("c/a.yaml not visible to the second builder: %v %v", ok, err)
-			}
-			return change("second", map[string]string{"c/b.yaml": "after " + string(a)}), nil
-		},
 		static(change("no-op", map[string]string{"README.md": "# clusters\n"})),
-		func(gitrepo.Tree) (gitrepo.Change, error) { return gitrepo.Change{}, boom },
 		static(change("conflict", map[string]string{"c/owned.yaml": "v: 2\n"})),
 		static(change("bad path", map[string]string{"c/.gitmodules": "x"})),
 		static(review),
 		static(change("last", map[string]string{"c/a.yaml": "a2\n", "c/z.yaml": "z\n"})),
-		func(gitrepo.Tree) (gitrepo.Change, error) {
-			return gitrepo.Change{}, fmt.Errorf("the record moved: %w", gitrepo.ErrSkipChange)
-		},
 	}
 	pushes := s.pushes.Load()
-	res, err := stale.ApplyGroup(ctx, builders)
+	res, err := stale.ApplyGroup(ctx, planned)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := s.pushes.Load() - pushes; got != 1 {
 		// The first attempt stops at the remote's advertisement (stale's clone predates
-		// the human edit) before sending anything; the rebuilt chain is one push.
+		// the human edit) before sending anything; the chain built again is one push.
 		t.Errorf("%d pushes, want 1 for the whole group", got)
 	}
-	wantErr := []error{nil, nil, nil, boom, gitrepo.ErrConflict, gitrepo.ErrInvalidChange, gitrepo.ErrInvalidChange, nil, nil}
+	wantErr := []error{nil, nil, gitrepo.ErrConflict, gitrepo.ErrInvalidChange, gitrepo.ErrInvalidChange, nil}
 	for i, w := range wantErr {
 		if w == nil && res[i].Err != nil || w != nil && !errors.Is(res[i].Err, w) {
-			t.Errorf("builder %d: err = %v, want %v", i, res[i].Err, w)
+			t.Errorf("change %d: err = %v, want %v", i, res[i].Err, w)
 		}
 	}
-	for _, i := range []int{2, 8} {
-		if !res[i].NoOp || !res[i].Commit.IsZero() {
-			t.Errorf("builder %d, a no-op: %+v", i, res[i])
-		}
+	if !res[1].NoOp || !res[1].Commit.IsZero() {
+		t.Errorf("change 1, a no-op: %+v", res[1])
 	}
-	for _, i := range []int{0, 1, 7} {
+	for _, i := range []int{0, 5} {
 		if res[i].Commit.IsZero() || res[i].NoOp || res[i].Branch != "main" || res[i].Attempts != 2 {
-			t.Errorf("builder %d: %+v", i, res[i])
+			t.Errorf("change %d: %+v", i, res[i])
 		}
 	}
 	clone := checkRepo(t, bare)
 	log := git(t, clone, "log", "--format=%H %s")
-	want := fmt.Sprintf("%s last\n%s second\n%s first\n", res[7].Commit, res[1].Commit, res[0].Commit)
+	want := fmt.Sprintf("%s last\n%s first\n", res[5].Commit, res[0].Commit)
 	if !strings.HasPrefix(log, want) {
 		t.Errorf("history:\n%s\nwant it to start with:\n%s", log, want)
-	}
-	if got, _ := fileAt(t, bare, "main", "c/b.yaml"); string(got) != "after a\n" {
-		t.Errorf("c/b.yaml = %q", got)
 	}
 	if got, _ := fileAt(t, bare, "main", "c/owned.yaml"); string(got) != "v: human\n" {
 		t.Errorf("the human's edit was overwritten: %q", got)
@@ -107,13 +87,9 @@ func TestApplyGroup(t *testing.T) {
 
 	// Everything a no-op: no push at all.
 	pushes = s.pushes.Load()
-	skip := func(gitrepo.Tree) (gitrepo.Change, error) { return gitrepo.Change{}, gitrepo.ErrSkipChange }
-	res, err = stale.ApplyGroup(ctx, []gitrepo.Builder{static(change("again", map[string]string{"c/z.yaml": "z\n"})), skip})
-	if err != nil || !res[0].NoOp || !res[1].NoOp || res[1].Err != nil || s.pushes.Load() != pushes {
+	res, err = stale.ApplyGroup(ctx, []gitrepo.Planned{static(change("again", map[string]string{"c/z.yaml": "z\n"}))})
+	if err != nil || !res[0].NoOp || s.pushes.Load() != pushes {
 		t.Errorf("a group of no-ops: %+v %v, %d pushes", res, err, s.pushes.Load()-pushes)
-	}
-	if r, err := stale.ApplyBuilder(ctx, skip); err != nil || !r.NoOp || s.pushes.Load() != pushes {
-		t.Errorf("ApplyBuilder of a skipping builder: %+v %v, %d pushes", r, err, s.pushes.Load()-pushes)
 	}
 }
 
@@ -126,13 +102,13 @@ func TestApplyGroupFailsAsAWhole(t *testing.T) {
 	o.MaxAttempts = 2
 	r := open(t, o)
 	s.stop()
-	res, err := r.ApplyGroup(context.Background(), []gitrepo.Builder{static(change("x", map[string]string{"a": "1"}))})
+	res, err := r.ApplyGroup(context.Background(), []gitrepo.Planned{static(change("x", map[string]string{"a": "1"}))})
 	if !errors.Is(err, gitrepo.ErrTooManyAttempts) || res != nil {
 		t.Errorf("server gone: %v %v, want ErrTooManyAttempts", res, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := r.ApplyGroup(ctx, []gitrepo.Builder{static(change("x", map[string]string{"a": "1"}))}); !errors.Is(err, context.Canceled) {
+	if _, err := r.ApplyGroup(ctx, []gitrepo.Planned{static(change("x", map[string]string{"a": "1"}))}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
@@ -159,7 +135,7 @@ func TestConcurrentGroups(t *testing.T) {
 				return
 			}
 			for g := 0; g < groups; g++ {
-				var bs []gitrepo.Builder
+				var bs []gitrepo.Planned
 				for i := 0; i < size; i++ {
 					c := change(fmt.Sprintf("w%d g%d c%d", w, g, i), map[string]string{
 						fmt.Sprintf("clusters/w%d/g%d/c%d.yaml", w, g, i): fmt.Sprintf("n: %d\n", i)})

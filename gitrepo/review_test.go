@@ -173,9 +173,8 @@ func TestReviewNeverWritesProtectedBranches(t *testing.T) {
 		if !errors.Is(err, gitrepo.ErrInvalidChange) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("branch %q review=%v: err = %v, want ErrInvalidChange %q", tc.branch, tc.review, err, tc.want)
 		}
-		_, err = r.ApplyBuilder(context.Background(), func(gitrepo.Tree) (gitrepo.Change, error) { return c, nil })
-		if !errors.Is(err, gitrepo.ErrInvalidChange) {
-			t.Errorf("builder, branch %q: err = %v", tc.branch, err)
+		if _, err := r.BranchSnapshot(context.Background(), tc.branch); !errors.Is(err, gitrepo.ErrInvalidChange) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("BranchSnapshot %q: err = %v", tc.branch, err)
 		}
 	}
 	if s.pushes.Load() != pushes || git(t, bare, "for-each-ref") != refs {

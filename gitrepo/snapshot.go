@@ -8,8 +8,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// Tree reads the files of one commit: the commit a change is built on (see Builder), or
-// the branch head (see Repo.Snapshot).
+// Tree reads the files of one commit: the branch head (see Repo.Snapshot), or the commit
+// a change is planned on (see Planned).
 type Tree interface {
 	// ReadFile returns a file's content; ok is false when there is no such file.
 	ReadFile(path string) (data []byte, ok bool, err error)
@@ -239,3 +239,6 @@ func (s *Snapshot) walkFiles(t *object.Tree, prefix string, out *[]string) error
 	}
 	return nil
 }
+
+// Branch is the branch the Repo commits to (Options.Branch).
+func (r *Repo) Branch() string { return r.opts.Branch }

@@ -102,15 +102,18 @@ func TestReadersDuringWrites(t *testing.T) {
 		}()
 	}
 	for g := 0; g < 5; g++ {
-		var bs []gitrepo.Builder
+		var bs []gitrepo.Planned
 		for i := 0; i < 5; i++ {
 			path := fmt.Sprintf("c/%d/%d.yaml", g, i)
-			bs = append(bs, func(base gitrepo.Tree) (gitrepo.Change, error) {
-				if _, _, err := base.ReadFile(path); err != nil {
-					return gitrepo.Change{}, err
-				}
-				return change(path, map[string]string{path: "x"}), nil
-			})
+			base, err := r.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			on := base.Recording()
+			if _, _, err := on.ReadFile(path); err != nil {
+				t.Fatal(err)
+			}
+			bs = append(bs, gitrepo.Planned{Change: change(path, map[string]string{path: "x"}), On: on})
 		}
 		if _, err := r.ApplyGroup(ctx, bs); err != nil {
 			t.Fatal(err)

@@ -22,10 +22,6 @@ import (
 type treeBuilder struct {
 	s       storer.EncodedObjectStorer
 	created []newObject
-	// changed lists the paths of the files whose content the changes changed (written,
-	// added or removed); the paths of a change whose content was already there are not in
-	// it.
-	changed []string
 }
 
 // apply returns the hash of tree (ZeroHash for none) with changes applied; paths are
@@ -94,9 +90,6 @@ func (b *treeBuilder) applyAt(tree plumbing.Hash, changes map[string][]byte, dir
 			return plumbing.ZeroHash, &pathError{path: name, why: "is a directory"}
 		}
 		if content == nil {
-			if exists {
-				b.changed = append(b.changed, dir+name)
-			}
 			if err := set(name, plumbing.ZeroHash, filemode.Regular); err != nil {
 				return plumbing.ZeroHash, err
 			}
@@ -104,7 +97,6 @@ func (b *treeBuilder) applyAt(tree plumbing.Hash, changes map[string][]byte, dir
 		}
 		h := plumbing.ComputeHash(plumbing.BlobObject, content)
 		if !exists || entries[i].Hash != h || !entries[i].Mode.IsFile() {
-			b.changed = append(b.changed, dir+name)
 			// Only new content is stored, so the push carries only what changed.
 			var prev plumbing.Hash
 			if exists && entries[i].Mode.IsFile() {

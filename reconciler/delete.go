@@ -20,12 +20,12 @@ import (
 // of the Secrets the directory held (Flux does not prune them: they carry the prune
 // guard) and the commit; none and "" when the Secret files had left already.
 //
-// The change is built on the head it is committed on, and only while the directory
+// The change is planned on the head it is committed on, and only while the directory
 // still awaits the Cluster: an operator who reverted the delete_cluster commit meanwhile
 // brought the HelmRelease back, and the cluster it recreates needs its Secrets.
 func (s *GitSink) RemoveSecrets(ctx context.Context, cfg *generator.Config, rec ClusterRecord) (secrets []string, commit string, err error) {
 	dir := generator.ClusterDir(cfg, rec.Namespace, rec.StackID)
-	gr, err := s.Repo.ApplyBuilder(ctx, func(base gitrepo.Tree) (gitrepo.Change, error) {
+	gr, err := s.commitPlan(ctx, "", func(base gitrepo.Tree) (gitrepo.Change, error) {
 		names, err := atPhase(base, cfg, dir, generator.DeleteAwaitingCluster)
 		if err != nil {
 			return gitrepo.Change{}, err
@@ -67,7 +67,7 @@ func (s *GitSink) RemoveSecrets(ctx context.Context, cfg *generator.Config, rec 
 // cluster back): then nothing is removed.
 func (s *GitSink) FinishDelete(ctx context.Context, cfg *generator.Config, rec ClusterRecord) (commit string, err error) {
 	dir := generator.ClusterDir(cfg, rec.Namespace, rec.StackID)
-	gr, err := s.Repo.ApplyBuilder(ctx, func(base gitrepo.Tree) (gitrepo.Change, error) {
+	gr, err := s.commitPlan(ctx, "", func(base gitrepo.Tree) (gitrepo.Change, error) {
 		if _, err := atPhase(base, cfg, dir, generator.DeleteSecretsRemoved); err != nil {
 			return gitrepo.Change{}, err
 		}
@@ -94,14 +94,14 @@ func (s *GitSink) FinishDelete(ctx context.Context, cfg *generator.Config, rec C
 }
 
 // atPhase returns the base names of dir's files on base when the directory stands at
-// phase there, else gitrepo.ErrSkipChange: a delete step commits only from its own phase.
+// phase there, else errNothingToDo: a delete step commits only from its own phase.
 func atPhase(base gitrepo.Tree, cfg *generator.Config, dir string, phase generator.DeletePhase) ([]string, error) {
 	names, err := base.ListDir(dir)
 	if err != nil {
 		return nil, stepError("read", err)
 	}
 	if generator.DeletePhaseOf(names, cfg.DeployFile()) != phase {
-		return nil, gitrepo.ErrSkipChange
+		return nil, errNothingToDo
 	}
 	return names, nil
 }

@@ -67,7 +67,7 @@ func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 			return nil, err
 		}
 	}
-	gr, err := s.Repo.ApplyBuilder(ctx, s.builder(p, ev, res, branch, out))
+	gr, err := s.commitPlan(ctx, branch, s.plan(p, ev, res, branch, out))
 	if err != nil {
 		return out, stepError("push", err)
 	}
@@ -75,10 +75,10 @@ func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 	return out, nil
 }
 
-// builder plans the event against the tree it will be committed on: called again on the
-// new head when the remote moved, so a Secret another writer already committed with the
-// same plaintext keeps that writer's ciphertext, and identical intent never conflicts.
-func (s *GitSink) builder(p *Pipeline, ev *v1alpha1.ClusterEvent, res *generator.Result, branch string, out *Outcome) gitrepo.Builder {
+// plan plans the event against a tree: the head, and the new head again when the head
+// moved under it, so a Secret another writer already committed with the same plaintext
+// keeps that writer's ciphertext, and identical intent never conflicts.
+func (s *GitSink) plan(p *Pipeline, ev *v1alpha1.ClusterEvent, res *generator.Result, branch string, out *Outcome) planFunc {
 	return func(base gitrepo.Tree) (gitrepo.Change, error) {
 		if err := checkReusedID(base, recordPath(p.Config, res), ev); err != nil {
 			return gitrepo.Change{}, err
@@ -109,13 +109,14 @@ func (o *Outcome) setResult(gr *gitrepo.Result) {
 }
 
 // ApplyGroup runs the pipeline for several events and commits them in order, one commit
-// each, with one push: what the service does with events that arrive together. Each event
+// each, with one push: what the service does with events that arrive together. Their
+// plans are made side by side on the head (commitPlans). Each event
 // gets its own outcome and error; an event that fails (invalid, conflicting) is left out
 // and the others land. err is for a failure of the whole group, which pushed nothing.
 func (s *GitSink) ApplyGroup(ctx context.Context, p *Pipeline, events []*v1alpha1.ClusterEvent) ([]*Outcome, []error, error) {
 	outs := make([]*Outcome, len(events))
 	errs := make([]error, len(events))
-	var builders []gitrepo.Builder
+	var plans []planFunc
 	var index []int
 	for i, ev := range events {
 		outs[i] = &Outcome{}
@@ -126,13 +127,13 @@ func (s *GitSink) ApplyGroup(ctx context.Context, p *Pipeline, events []*v1alpha
 			errs[i] = err
 			continue
 		}
-		builders = append(builders, s.builder(p, ev, res, "", outs[i]))
+		plans = append(plans, s.plan(p, ev, res, "", outs[i]))
 		index = append(index, i)
 	}
-	if len(builders) == 0 {
+	if len(plans) == 0 {
 		return outs, errs, nil
 	}
-	results, err := s.Repo.ApplyGroup(ctx, builders)
+	results, err := s.commitPlans(ctx, "", plans)
 	if err != nil {
 		return outs, errs, stepError("push", err)
 	}
@@ -175,7 +176,7 @@ func (s *GitSink) Resync(ctx context.Context, p *Pipeline, pl *Plan) (*Outcome, 
 	if planned == nil {
 		return nil, &Error{Kind: KindInvalid, Step: "commit", Err: errors.New("resync: a plan not made by ResyncPlans")}
 	}
-	gr, err := s.Repo.ApplyBuilder(ctx, func(base gitrepo.Tree) (gitrepo.Change, error) {
+	gr, err := s.commitPlan(ctx, "", func(base gitrepo.Tree) (gitrepo.Change, error) {
 		// An event committed since the plan was made (here or by another replica) is newer
 		// than the record resync rendered: committing the old one would undo it.
 		cur, ok, err := base.ReadFile(rp)
@@ -183,7 +184,7 @@ func (s *GitSink) Resync(ctx context.Context, p *Pipeline, pl *Plan) (*Outcome, 
 			return gitrepo.Change{}, stepError("read", err)
 		}
 		if !ok || !bytes.Equal(cur, planned) {
-			return gitrepo.Change{}, gitrepo.ErrSkipChange
+			return gitrepo.Change{}, errNothingToDo
 		}
 		fresh, err := p.Plan(ev, res, base)
 		if err != nil {

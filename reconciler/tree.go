@@ -1,7 +1,7 @@
 package reconciler
 
-// Tree reads the repository a change is planned against: a Git commit (gitrepo.Repo and the
-// trees gitrepo hands to builders), a directory (DirSink), or nothing (EmptyTree).
+// Tree reads the repository a change is planned against: a Git commit (a gitrepo.Snapshot),
+// a directory (DirSink), or nothing (EmptyTree).
 type Tree interface {
 	// ReadFile returns a file's content; ok is false when there is no such file.
 	ReadFile(path string) (data []byte, ok bool, err error)

@@ -1,0 +1,69 @@
+package gitrepo
+
+import (
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Planned is a change and the snapshot it was planned on. The change holds on any commit
+// where everything the plan read reads the same as on that snapshot: a plan depends only on
+// what it reads. That is how the changes of a group, planned side by side on one head,
+// still land in one chain, and how a change outlives a remote that moved in paths it never
+// looked at.
+type Planned struct {
+	Change
+	// On is the snapshot the change was planned on, made by Snapshot.Recording; nil for a
+	// change that read nothing (it holds on every commit).
+	On *Snapshot
+}
+
+// Recording returns a snapshot of the same commit that records what is read from it: plan
+// a change on it and hand both to ApplyPlanned or ApplyGroup. It may be read while other
+// recordings of the same snapshot are.
+func (s *Snapshot) Recording() *Snapshot {
+	return &Snapshot{r: s.r, commit: s.commit, reads: &readSet{}}
+}
+
+// holds reports whether the plan p still holds on tip: every file it read and every
+// directory it listed has the same object hash there as on the commit it was planned on.
+// Callers hold st.
+func (r *Repo) holds(p *Planned, tip plumbing.Hash) (bool, error) {
+	switch {
+	case p.On == nil:
+		return true, nil
+	case p.On.r != r:
+		return false, fmt.Errorf("%w: planned on another repository's snapshot", ErrInvalidChange)
+	case p.On.reads == nil:
+		return false, fmt.Errorf("%w: planned on a snapshot that records nothing (see Snapshot.Recording)", ErrInvalidChange)
+	case p.On.commit == tip:
+		return true, nil
+	}
+	was, err := r.treeOf(p.On.commit)
+	if err != nil {
+		return false, err
+	}
+	now, err := r.treeOf(tip)
+	if err != nil {
+		return false, err
+	}
+	same := func(q string) (bool, error) {
+		if q == "." {
+			return was == now, nil
+		}
+		a, err := blobHash(r.store, was, q)
+		if err != nil {
+			return false, err
+		}
+		b, err := blobHash(r.store, now, q)
+		return a == b, err
+	}
+	for _, list := range [][]string{p.On.reads.files, p.On.reads.dirs} {
+		for _, q := range list {
+			if ok, err := same(q); err != nil || !ok {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
