@@ -230,7 +230,7 @@ func TestFilesAndDirectoriesNeverReplaceEachOther(t *testing.T) {
 	}
 	// The way to turn a file into a directory: delete it, then write below it — two
 	// commits of one group, one push.
-	res, err := r.ApplyGroup(ctx, []gitrepo.Planned{
+	res, err := applyGroup(ctx, r, []gitrepo.Planned{
 		static(change("rm file", map[string]string{"c/file": "<delete>"})),
 		static(change("dir", map[string]string{"c/file/x.yaml": "x"})),
 	})

@@ -138,11 +138,22 @@ func (b *Batch) Add(ctx context.Context, planned ...Planned) ([]int, error) {
 	return ids, nil
 }
 
-// Result is what became of the change Add gave id: its commit once pushed (or the batch
-// closed), or its own error.
-func (b *Batch) Result(id int) GroupResult {
+// ChangeResult says what became of one change of a Batch.
+type ChangeResult struct {
+	// Result holds the change's commit (zero with NoOp when it was already there), the
+	// branch, and the batch's push attempts and timings.
+	Result
+	// Err is the change's own failure: an invalid change (ErrInvalidChange), a
+	// *ConflictError, or ErrStale when its plan no longer held. Such a change was left
+	// out; the others landed.
+	Err error
+}
+
+// Result is what became of the change Add gave id: its commit (pushed once Push
+// returned without error), or its own error.
+func (b *Batch) Result(id int) ChangeResult {
 	j := b.jobs[id]
-	out := GroupResult{Result: b.res, Err: j.err}
+	out := ChangeResult{Result: b.res, Err: j.err}
 	out.Branch = b.tg.branch
 	if j.err == nil {
 		out.Commit, out.NoOp = j.commit, j.commit.IsZero()

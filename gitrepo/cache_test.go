@@ -144,7 +144,7 @@ func TestDamageFoundByReaderHealsOnNextWrite(t *testing.T) {
 	}
 	// A ref emptied under a running Repo: the next write heals before it builds.
 	os.WriteFile(filepath.Join(o.CacheDir, "refs", "remotes", "origin", "main"), nil, 0o644)
-	if _, err := r.ApplyGroup(ctx, []gitrepo.Planned{static(change("after", map[string]string{"c/c.yaml": "c"}))}); err != nil {
+	if _, err := applyGroup(ctx, r, []gitrepo.Planned{static(change("after", map[string]string{"c/c.yaml": "c"}))}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := fileAt(t, s.dir("heal-live"), "main", "c/b.yaml"); string(got) != "b" || warned != 2 {
@@ -174,7 +174,7 @@ func TestHelperCacheWriterProcess(t *testing.T) {
 		if i%2 == 0 {
 			_, err = r.Apply(context.Background(), change("crash "+p, map[string]string{p: p}))
 		} else {
-			_, err = r.ApplyGroup(context.Background(), []gitrepo.Planned{static(change("crash "+p, map[string]string{p: p}))})
+			_, err = applyGroup(context.Background(), r, []gitrepo.Planned{static(change("crash "+p, map[string]string{p: p}))})
 		}
 		if err != nil {
 			fmt.Println("apply failed:", err)

@@ -21,8 +21,6 @@
 //     plaintext is unchanged is then recomputed against what the remote holds). So the
 //     plans of a group can be made side by side on one head, and the chain is still one
 //     push. The package never calls back into its writers.
-//   - ApplyPlanned and ApplyGroup are a Batch of one change, or of many, pushed as they
-//     are: what goes stale is left out with ErrStale.
 //
 // A push refused because the branch moved is retried with backoff on the new head, up to
 // Options.MaxAttempts: the chain is committed again there, and the changes whose plans no

@@ -31,7 +31,7 @@ func BenchmarkGroup(b *testing.B) {
 					for j := range bs {
 						bs[j] = static(change("group "+strconv.Itoa(round+j), threeFileChange(round+j)))
 					}
-					res, err := r.ApplyGroup(ctx, bs)
+					res, err := applyGroup(ctx, r, bs)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -32,8 +32,7 @@ type Options struct {
 	Committer *Signature
 	// SigningKey, when set, signs every commit (OpenPGP).
 	SigningKey *openpgp.Entity
-	// MaxAttempts bounds the push attempts of one Batch (Apply, ApplyPlanned, ApplyGroup)
-	// (default 10).
+	// MaxAttempts bounds the push attempts of one Batch (or Apply) (default 10).
 	MaxAttempts int
 	// Backoff is the first retry delay; it doubles per attempt up to MaxBackoff, with
 	// jitter. Defaults 100ms and 5s.

@@ -19,7 +19,7 @@ type Planned struct {
 }
 
 // Recording returns a snapshot of the same commit that records what is read from it: plan
-// a change on it and hand both to ApplyPlanned or ApplyGroup. It may be read while other
+// a change on it and add both to a Batch (Batch.Add). It may be read while other
 // recordings of the same snapshot are.
 func (s *Snapshot) Recording() *Snapshot {
 	return &Snapshot{r: s.r, commit: s.commit, reads: &readSet{}}

@@ -20,7 +20,7 @@ type planner func(gitrepo.Tree) (gitrepo.Change, error)
 // adds them, plans again on the new tip those that went stale, and pushes, planning again
 // what went stale on a moved remote. It returns the results, how many times each planner
 // ran, and the rounds of planning.
-func applyPlans(ctx context.Context, r *gitrepo.Repo, plans []planner) (res []gitrepo.GroupResult, calls []int, rounds int, err error) {
+func applyPlans(ctx context.Context, r *gitrepo.Repo, plans []planner) (res []gitrepo.ChangeResult, calls []int, rounds int, err error) {
 	b, err := r.Begin(ctx, "")
 	if err != nil {
 		return nil, nil, 0, err
@@ -67,7 +67,7 @@ func applyPlans(ctx context.Context, r *gitrepo.Repo, plans []planner) (res []gi
 			pending = append(pending, owner[id])
 		}
 	}
-	res = make([]gitrepo.GroupResult, len(plans))
+	res = make([]gitrepo.ChangeResult, len(plans))
 	for i, id := range ids {
 		res[i] = b.Result(id)
 	}
@@ -117,19 +117,19 @@ func TestApplyPlannedPlansAgainWhenStale(t *testing.T) {
 
 	a, b := open(t, testOptions(url)), open(t, testOptions(url))
 	pa, _ := seal(a, "password-1")
-	if res, err := a.ApplyPlanned(ctx, pa); err != nil || res.NoOp {
+	if res, err := applyPlanned(ctx, a, pa); err != nil || res.NoOp {
 		t.Fatalf("first writer: %+v %v", res, err)
 	}
 	first, _ := fileAt(t, s.dir("replan"), "main", path)
 
 	// b is still at the seed: its plan has a fresh nonce and its push is refused.
 	pb, _ := seal(b, "password-1")
-	res, err := b.ApplyPlanned(ctx, pb)
+	res, err := applyPlanned(ctx, b, pb)
 	if !errors.Is(err, gitrepo.ErrStale) || res.Attempts != 1 {
 		t.Fatalf("second writer planned on the seed: %+v %v, want ErrStale once its push was refused", res, err)
 	}
 	pb, _ = seal(b, "password-1") // on the head the refused push fetched
-	if res, err := b.ApplyPlanned(ctx, pb); err != nil || !res.NoOp {
+	if res, err := applyPlanned(ctx, b, pb); err != nil || !res.NoOp {
 		t.Errorf("second writer planned again: %+v %v, want a no-op", res, err)
 	}
 	if got, _ := fileAt(t, s.dir("replan"), "main", path); !bytes.Equal(got, first) {
@@ -139,7 +139,7 @@ func TestApplyPlannedPlansAgainWhenStale(t *testing.T) {
 	// The same situation with a static change (its own ciphertext) is a conflict.
 	c := open(t, testOptions(url))
 	pa, _ = seal(a, "password-2")
-	if _, err := a.ApplyPlanned(ctx, pa); err != nil {
+	if _, err := applyPlanned(ctx, a, pa); err != nil {
 		t.Fatal(err)
 	}
 	static := change("seal statically", map[string]string{path: "digest: password-2\nciphertext: other\n"})
@@ -191,7 +191,7 @@ func TestPlanHolds(t *testing.T) {
 			if _, err := other.Apply(ctx, change("moved", tc.moved)); err != nil {
 				t.Fatal(err)
 			}
-			res, err := r.ApplyPlanned(ctx, gitrepo.Planned{Change: change("planned", map[string]string{"c/out.yaml": "planned"}), On: on})
+			res, err := applyPlanned(ctx, r, gitrepo.Planned{Change: change("planned", map[string]string{"c/out.yaml": "planned"}), On: on})
 			if tc.stale != errors.Is(err, gitrepo.ErrStale) {
 				t.Fatalf("stale = %v (%v), want %v", errors.Is(err, gitrepo.ErrStale), err, tc.stale)
 			}
@@ -317,7 +317,7 @@ func TestApplyPlannedErrors(t *testing.T) {
 		{"another repository's snapshot", r, gitrepo.Planned{Change: change("y", map[string]string{"y": "1"}), On: otherHead.Recording()}},
 		{"a snapshot that records nothing", other, gitrepo.Planned{Change: change("y", map[string]string{"y": "1"}), On: otherHead}},
 	} {
-		if _, err := tc.repo.ApplyPlanned(ctx, tc.p); !errors.Is(err, gitrepo.ErrInvalidChange) {
+		if _, err := applyPlanned(ctx, tc.repo, tc.p); !errors.Is(err, gitrepo.ErrInvalidChange) {
 			t.Errorf("%s: err = %v, want ErrInvalidChange", tc.name, err)
 		}
 	}

@@ -45,7 +45,7 @@ func TestPushRejectedIsPermanent(t *testing.T) {
 		t.Errorf("rejection = %+v", pe)
 	}
 	// A group is refused as a whole.
-	if _, err := r.ApplyGroup(context.Background(), []gitrepo.Planned{static(change("y", map[string]string{"b": "1"}))}); !errors.Is(err, gitrepo.ErrPushRejected) {
+	if _, err := applyGroup(context.Background(), r, []gitrepo.Planned{static(change("y", map[string]string{"b": "1"}))}); !errors.Is(err, gitrepo.ErrPushRejected) {
 		t.Errorf("group: %v", err)
 	}
 	if after := strings.TrimSpace(git(t, bare, "rev-parse", "main")); after != before {

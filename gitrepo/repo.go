@@ -16,10 +16,9 @@ import (
 )
 
 // Repo is a bare clone of one remote branch that changes are committed to. Its methods
-// are safe for concurrent use: writers (a Batch from Begin to Close, Apply, ApplyPlanned,
-// ApplyGroup, Fetch) run one at a time, and readers (Head, ReadFile, ListDir, ListFiles,
-// Snapshot, Walk) only wait for the short moments a writer touches the local object
-// store, not for its pushes.
+// are safe for concurrent use: writers (a Batch from Begin to Close, Apply, Fetch) run one
+// at a time, and readers (Head, ReadFile, ListDir, ListFiles, Snapshot, Walk) only wait
+// for the short moments a writer touches the local object store, not for its pushes.
 type Repo struct {
 	opts Options
 	ep   *transport.Endpoint

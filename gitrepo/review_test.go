@@ -173,8 +173,13 @@ func TestReviewNeverWritesProtectedBranches(t *testing.T) {
 		if !errors.Is(err, gitrepo.ErrInvalidChange) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("branch %q review=%v: err = %v, want ErrInvalidChange %q", tc.branch, tc.review, err, tc.want)
 		}
-		if _, err := r.BranchSnapshot(context.Background(), tc.branch); !errors.Is(err, gitrepo.ErrInvalidChange) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("BranchSnapshot %q: err = %v", tc.branch, err)
+		if tc.branch != "" {
+			if b, err := r.Begin(context.Background(), tc.branch); !errors.Is(err, gitrepo.ErrInvalidChange) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Begin %q: err = %v", tc.branch, err)
+				if err == nil {
+					b.Close()
+				}
+			}
 		}
 	}
 	if s.pushes.Load() != pushes || git(t, bare, "for-each-ref") != refs {

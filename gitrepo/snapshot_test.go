@@ -115,7 +115,7 @@ func TestReadersDuringWrites(t *testing.T) {
 			}
 			bs = append(bs, gitrepo.Planned{Change: change(path, map[string]string{path: "x"}), On: on})
 		}
-		if _, err := r.ApplyGroup(ctx, bs); err != nil {
+		if _, err := applyGroup(ctx, r, bs); err != nil {
 			t.Fatal(err)
 		}
 	}

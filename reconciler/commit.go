@@ -17,6 +17,10 @@ import (
 // there, or was reached already).
 type planFunc func(tree gitrepo.Tree) (gitrepo.Change, error)
 
+// maxPushRounds bounds the rounds of planning again after a moved remote, beyond one per
+// plan; gitrepo's own Options.MaxAttempts bounds the pushes.
+const maxPushRounds = 16
+
 // errNothingToDo: the tree a change was planned on needs no commit from it.
 var errNothingToDo = errors.New("nothing to commit on this tree")
 
@@ -50,7 +54,9 @@ func (s *GitSink) commitPlans(ctx context.Context, branch string, plans []planFu
 	owner := map[int]int{} // the plan of each change in the batch
 	var planning time.Duration
 	for round := 1; len(pending) > 0; round++ {
-		if round > len(plans)+1 {
+		// Each round commits the first plan still pending, and Push bounds the rounds a
+		// moving remote causes; the cap only keeps a defect from looping.
+		if round > len(plans)+maxPushRounds {
 			return nil, fmt.Errorf("%w: the plans kept going stale", gitrepo.ErrTooManyAttempts)
 		}
 		t0 := time.Now()

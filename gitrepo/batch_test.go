@@ -16,7 +16,44 @@ import (
 // static is a change planned on nothing: it holds on every commit.
 func static(c gitrepo.Change) gitrepo.Planned { return gitrepo.Planned{Change: c} }
 
-// TestApplyGroup: one commit per change, chained, one push for all; a no-op makes no
+// applyGroup commits planned changes as one Batch to the configured branch and pushes
+// them as they are: what goes stale on a moved remote is left out with ErrStale.
+func applyGroup(ctx context.Context, r *gitrepo.Repo, planned []gitrepo.Planned) ([]gitrepo.ChangeResult, error) {
+	b, err := r.Begin(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	ids, err := b.Add(ctx, planned...)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		stale, err := b.Push(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(stale) == 0 {
+			break
+		}
+	}
+	out := make([]gitrepo.ChangeResult, len(ids))
+	for i, id := range ids {
+		out[i] = b.Result(id)
+	}
+	return out, nil
+}
+
+// applyPlanned is applyGroup for one change, with its own error.
+func applyPlanned(ctx context.Context, r *gitrepo.Repo, p gitrepo.Planned) (*gitrepo.Result, error) {
+	res, err := applyGroup(ctx, r, []gitrepo.Planned{p})
+	if err != nil {
+		return &gitrepo.Result{}, err
+	}
+	return &res[0].Result, res[0].Err
+}
+
+// TestApplyGroup: a Batch makes one commit per change, chained, one push for all; a no-op makes no
 // commit; an invalid, review or conflicting change is left out with its own error and the
 // rest land.
 func TestApplyGroup(t *testing.T) {
@@ -48,7 +85,7 @@ func TestApplyGroup(t *testing.T) {
 		static(change("last", map[string]string{"c/a.yaml": "a2\n", "c/z.yaml": "z\n"})),
 	}
 	pushes := s.pushes.Load()
-	res, err := stale.ApplyGroup(ctx, planned)
+	res, err := applyGroup(ctx, stale, planned)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +124,7 @@ func TestApplyGroup(t *testing.T) {
 
 	// Everything a no-op: no push at all.
 	pushes = s.pushes.Load()
-	res, err = stale.ApplyGroup(ctx, []gitrepo.Planned{static(change("again", map[string]string{"c/z.yaml": "z\n"}))})
+	res, err = applyGroup(ctx, stale, []gitrepo.Planned{static(change("again", map[string]string{"c/z.yaml": "z\n"}))})
 	if err != nil || !res[0].NoOp || s.pushes.Load() != pushes {
 		t.Errorf("a group of no-ops: %+v %v, %d pushes", res, err, s.pushes.Load()-pushes)
 	}
@@ -102,13 +139,13 @@ func TestApplyGroupFailsAsAWhole(t *testing.T) {
 	o.MaxAttempts = 2
 	r := open(t, o)
 	s.stop()
-	res, err := r.ApplyGroup(context.Background(), []gitrepo.Planned{static(change("x", map[string]string{"a": "1"}))})
+	res, err := applyGroup(context.Background(), r, []gitrepo.Planned{static(change("x", map[string]string{"a": "1"}))})
 	if !errors.Is(err, gitrepo.ErrTooManyAttempts) || res != nil {
 		t.Errorf("server gone: %v %v, want ErrTooManyAttempts", res, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := r.ApplyGroup(ctx, []gitrepo.Planned{static(change("x", map[string]string{"a": "1"}))}); !errors.Is(err, context.Canceled) {
+	if _, err := applyGroup(ctx, r, []gitrepo.Planned{static(change("x", map[string]string{"a": "1"}))}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
@@ -123,7 +160,7 @@ func TestConcurrentGroups(t *testing.T) {
 	ctx := context.Background()
 	const writers, groups, size = 3, 3, 10
 	var wg sync.WaitGroup
-	commits := make([][]gitrepo.GroupResult, writers)
+	commits := make([][]gitrepo.ChangeResult, writers)
 	errs := make([]error, writers)
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
@@ -142,7 +179,7 @@ func TestConcurrentGroups(t *testing.T) {
 					c.Trailers = []gitrepo.Trailer{{Key: "Magnum-Event-ID", Value: fmt.Sprintf("w%d-g%d-c%d", w, g, i)}}
 					bs = append(bs, static(c))
 				}
-				res, err := r.ApplyGroup(ctx, bs)
+				res, err := applyGroup(ctx, r, bs)
 				if err != nil {
 					errs[w] = err
 					return
