@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"fmt"
+	"path"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -58,12 +59,38 @@ func (r *Repo) holds(p *Planned, tip plumbing.Hash) (bool, error) {
 		b, err := blobHash(r.store, now, q)
 		return a == b, err
 	}
-	for _, list := range [][]string{p.On.reads.files, p.On.reads.dirs} {
-		for _, q := range list {
-			if ok, err := same(q); err != nil || !ok {
-				return false, err
-			}
+	// Directories first: a file under one that reads the same reads the same itself, and a
+	// plan reads most of its files in the directory it lists.
+	equal := map[string]bool{}
+	for _, d := range p.On.reads.dirs {
+		if equal[d] {
+			continue
+		}
+		if ok, err := same(d); err != nil || !ok {
+			return false, err
+		}
+		equal[d] = true
+	}
+	if equal["."] {
+		return true, nil
+	}
+	for _, f := range p.On.reads.files {
+		if under(f, equal) {
+			continue
+		}
+		if ok, err := same(f); err != nil || !ok {
+			return false, err
 		}
 	}
 	return true, nil
+}
+
+// under reports whether a directory above p is in dirs.
+func under(p string, dirs map[string]bool) bool {
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		if dirs[d] {
+			return true
+		}
+	}
+	return false
 }

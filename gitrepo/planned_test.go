@@ -169,6 +169,8 @@ func TestPlanHolds(t *testing.T) {
 		{"a file beside the directory listed", listDir("c/a"), map[string]string{"c/a2.yaml": "2"}, false},
 		{"a file in the directory listed", listDir("c/a"), map[string]string{"c/a/y.yaml": "2"}, true},
 		{"deep in the tree listed", listFiles("."), map[string]string{"c/b/x.yaml": "2"}, true},
+		{"a file read beside a directory listed", both(listDir("c/b"), readFile("c/a/x.yaml")), map[string]string{"c/a/x.yaml": "2"}, true},
+		{"a file read in a directory listed, beside", both(listDir("c/a"), readFile("c/a/x.yaml")), map[string]string{"c/b/x.yaml": "2"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -205,6 +207,10 @@ func TestPlanHolds(t *testing.T) {
 
 func readFile(p string) func(gitrepo.Tree) error {
 	return func(t gitrepo.Tree) error { _, _, err := t.ReadFile(p); return err }
+}
+
+func both(a, b func(gitrepo.Tree) error) func(gitrepo.Tree) error {
+	return func(t gitrepo.Tree) error { return errors.Join(a(t), b(t)) }
 }
 
 func listDir(d string) func(gitrepo.Tree) error {

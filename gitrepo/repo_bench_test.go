@@ -112,3 +112,71 @@ func BenchmarkOpen(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStart measures the clone a service starts from against the git CLI on the same
+// remote (historyRemote), in the same run: a first start (Open with an empty CacheDir)
+// beside `git clone --bare`, and a restart (Open with the CacheDir a previous run left, the
+// remote one commit further) beside `git clone --depth 1`, the least a fresh clone of the
+// head can cost. Compare ns/op between the pairs.
+func BenchmarkStart(b *testing.B) {
+	remote := historyRemote(b)
+	url := "file://" + remote
+	gitClone := func(b *testing.B, args ...string) {
+		dir := filepath.Join(b.TempDir(), "clone.git")
+		cmd := exec.Command("git", append(append([]string{"clone", "-q"}, args...), url, dir)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	b.Run("first/gitrepo", func(b *testing.B) {
+		for b.Loop() {
+			o := testOptions(url)
+			o.CacheDir = b.TempDir()
+			if _, err := gitrepo.Open(context.Background(), o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("first/git-clone-bare", func(b *testing.B) {
+		for b.Loop() {
+			gitClone(b, "--bare")
+		}
+	})
+	b.Run("restart/gitrepo", func(b *testing.B) {
+		// A copy of the remote, moved by a commit while the service is down each time.
+		moving := filepath.Join(b.TempDir(), "moving.git")
+		work := filepath.Join(b.TempDir(), "work")
+		for _, args := range [][]string{{"clone", "-q", "--bare", remote, moving}, {"clone", "-q", moving, work}} {
+			if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+				b.Fatalf("%v: %s", err, out)
+			}
+		}
+		o := testOptions("file://" + moving)
+		o.CacheDir = b.TempDir()
+		if _, err := gitrepo.Open(context.Background(), o); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for b.Loop() {
+			b.StopTimer()
+			n++
+			if err := os.WriteFile(filepath.Join(work, "restarts.txt"), []byte(fmt.Sprint(n)), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			for _, args := range [][]string{{"add", "restarts.txt"}, {"-c", "user.name=m", "-c", "user.email=m@example.org", "commit", "-q", "-m", "restart"}, {"push", "-q", "origin", "HEAD:main"}} {
+				if out, err := exec.Command("git", append([]string{"-C", work}, args...)...).CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+			b.StartTimer()
+			if _, err := gitrepo.Open(context.Background(), o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("restart/git-clone-depth-1", func(b *testing.B) {
+		for b.Loop() {
+			gitClone(b, "--bare", "--depth", "1")
+		}
+	})
+}
