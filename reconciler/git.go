@@ -166,19 +166,51 @@ func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (strin
 	return b.String(), nil
 }
 
-// Resync commits the resync of one cluster: its record rendered again by the current
-// generator. Nothing is committed when the output did not move.
-func (s *GitSink) Resync(ctx context.Context, p *Pipeline, pl *Plan) (*Outcome, error) {
-	res, ev := pl.Result, pl.Event
-	out := &Outcome{}
-	rp := recordPath(p.Config, res)
-	planned := pl.record // the record the plan was rendered from
-	if planned == nil {
-		return nil, &Error{Kind: KindInvalid, Step: "commit", Err: errors.New("resync: a plan not made by ResyncPlans")}
+// ResyncGroup is how many clusters a resync commits per push: enough that a new chart
+// version rolls through a fleet in few pushes, few enough that a batch's changes stay a
+// small part of serve's memory.
+const ResyncGroup = 100
+
+// Resync commits the resync of clusters: each one's record rendered again by the current
+// generator, one commit per cluster that moved, one push for all. Each plan gets its own
+// outcome and error; err is for a failure of the whole group, which pushed nothing.
+func (s *GitSink) Resync(ctx context.Context, p *Pipeline, plans []*Plan) ([]*Outcome, []error, error) {
+	outs := make([]*Outcome, len(plans))
+	errs := make([]error, len(plans))
+	var fns []planFunc
+	var index []int
+	for i, pl := range plans {
+		outs[i] = &Outcome{}
+		if pl.record == nil {
+			errs[i] = &Error{Kind: KindInvalid, Step: "commit", Err: errors.New("resync: a plan not made by ResyncPlans")}
+			continue
+		}
+		fns, index = append(fns, s.resyncPlan(p, pl, outs[i])), append(index, i)
 	}
-	gr, err := s.commitPlan(ctx, "", func(base gitrepo.Tree) (gitrepo.Change, error) {
-		// An event committed since the plan was made (here or by another replica) is newer
-		// than the record resync rendered: committing the old one would undo it.
+	if len(fns) == 0 {
+		return outs, errs, nil
+	}
+	results, err := s.commitPlans(ctx, "", fns)
+	if err != nil {
+		return outs, errs, stepError("push", err)
+	}
+	for k, r := range results {
+		i := index[k]
+		if r.Err != nil {
+			errs[i] = stepError("commit", r.Err)
+			continue
+		}
+		outs[i].setResult(&r.Result)
+	}
+	return outs, errs, nil
+}
+
+// resyncPlan plans a resync against a tree: only while the tree still holds the record
+// the resync rendered, since an event committed since (here or by another replica) is
+// newer, and committing the old record would undo it.
+func (s *GitSink) resyncPlan(p *Pipeline, pl *Plan, out *Outcome) planFunc {
+	res, ev, rp, planned := pl.Result, pl.Event, recordPath(p.Config, pl.Result), pl.record
+	return func(base gitrepo.Tree) (gitrepo.Change, error) {
 		cur, ok, err := base.ReadFile(rp)
 		if err != nil {
 			return gitrepo.Change{}, stepError("read", err)
@@ -193,10 +225,5 @@ func (s *GitSink) Resync(ctx context.Context, p *Pipeline, pl *Plan) (*Outcome, 
 		asResync(fresh)
 		out.Plan = fresh
 		return fresh.Commit, nil
-	})
-	if err != nil {
-		return out, stepError("push", err)
 	}
-	out.setResult(gr)
-	return out, nil
 }

@@ -1,6 +1,7 @@
 package reconciler_test
 
 import (
+	"cmp"
 	"context"
 	"path"
 	"slices"
@@ -66,7 +67,7 @@ func TestResync(t *testing.T) {
 	if got := plans[0].Paths(); !slices.Equal(got, []string{hr}) {
 		t.Errorf("planned %v, want only %s", got, hr)
 	}
-	out, err := sink.Resync(ctx, p, plans[0])
+	out, err := resyncOne(ctx, sink, p, plans[0])
 	if err != nil || out.NoOp() {
 		t.Fatalf("committing the resync: %+v %v", out, err)
 	}
@@ -98,10 +99,8 @@ func TestResync(t *testing.T) {
 				t.Errorf("%s: resync changes %s; only the HelmRelease moved", pl.Result.ReleaseName, f)
 			}
 		}
-		if _, err := sink.Resync(ctx, &upgraded, pl); err != nil {
-			t.Fatal(err)
-		}
 	}
+	resyncAll(t, sink, &upgraded, plans)
 	if plans, err := upgraded.ResyncPlans(ctx, sink.Repo, nil); err != nil || len(plans) != 0 {
 		t.Errorf("after committing the resync: %d plans, %v; want none", len(plans), err)
 	}
@@ -127,10 +126,8 @@ func TestResync(t *testing.T) {
 			}
 			written[f] = true
 		}
-		if _, err := sink.Resync(ctx, &perNS, pl); err != nil {
-			t.Fatal(err)
-		}
 	}
+	resyncAll(t, sink, &perNS, plans)
 	if len(written) != 2*2 { // two projects among the fixtures
 		t.Errorf("switching the layout wrote %d files, want a GitRepository and a Kustomization for each of 2 namespaces: %v", len(written), written)
 	}
@@ -158,7 +155,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 		t.Fatalf("resize: %+v %v", out, err)
 	}
 	head := gitOut(t, dir, "rev-parse", "main")
-	out, err := sink.Resync(ctx, upgraded, plans[0])
+	out, err := resyncOne(ctx, sink, upgraded, plans[0])
 	if err != nil || !out.NoOp() {
 		t.Errorf("resync after a newer event: %+v %v; want no commit", out, err)
 	}
@@ -174,7 +171,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("after the event: %d plans, %v", len(plans), err)
 	}
-	if out, err := sink.Resync(ctx, upgraded, plans[0]); err != nil || out.NoOp() {
+	if out, err := resyncOne(ctx, sink, upgraded, plans[0]); err != nil || out.NoOp() {
 		t.Errorf("resync of the newer record: %+v %v", out, err)
 	}
 }
@@ -200,7 +197,7 @@ func TestResyncTornRead(t *testing.T) {
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("%d plans, %v", len(plans), err)
 	}
-	if out, err := sink.Resync(ctx, upgraded, plans[0]); err != nil || !out.NoOp() {
+	if out, err := resyncOne(ctx, sink, upgraded, plans[0]); err != nil || !out.NoOp() {
 		t.Errorf("resync over a record that moved: %+v %v; want no commit", out, err)
 	}
 	record := path.Join(generator.ClusterDir(p.Config, plans[0].Result.Namespace, plans[0].Result.ReleaseName), reconciler.RecordFile)
@@ -332,5 +329,33 @@ func handEdit(t *testing.T, sink *reconciler.GitSink, file, from, to string) {
 	}
 	if _, err := sink.Repo.Apply(context.Background(), gitrepo.Change{Subject: "hand edit", Files: map[string][]byte{file: []byte(edited)}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// resyncOne commits the resync of one cluster, its own error first.
+func resyncOne(ctx context.Context, sink *reconciler.GitSink, p *reconciler.Pipeline, pl *reconciler.Plan) (*reconciler.Outcome, error) {
+	outs, errs, err := sink.Resync(ctx, p, []*reconciler.Plan{pl})
+	return outs[0], cmp.Or(err, errs[0])
+}
+
+// resyncAll commits the resync of every plan as one group: a commit of its own for each
+// cluster that still moves once the ones before it in the group are committed.
+func resyncAll(t *testing.T, sink *reconciler.GitSink, p *reconciler.Pipeline, plans []*reconciler.Plan) {
+	t.Helper()
+	outs, errs, err := sink.Resync(context.Background(), p, plans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := map[string]string{}
+	for i, pl := range plans {
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", pl.Result.ReleaseName, errs[i])
+		}
+		if c := outs[i].Commit; c != "" {
+			if other, ok := commits[c]; ok {
+				t.Errorf("%s and %s share commit %s", other, pl.Result.ReleaseName, c)
+			}
+			commits[c] = pl.Result.ReleaseName
+		}
 	}
 }

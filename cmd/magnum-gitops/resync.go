@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
 func newResyncCommand() *cobra.Command {
@@ -49,20 +51,32 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 	if err != nil {
 		return err
 	}
-	for _, pl := range plans {
+	for start := 0; start < len(plans); start += reconciler.ResyncGroup {
+		group := plans[start:min(start+reconciler.ResyncGroup, len(plans))]
 		if dryRun {
-			fmt.Fprintf(stdout, "# %s\n", pl.Commit.Subject)
-			if err := pl.WriteDiff(stdout); err != nil {
-				return err
+			for _, pl := range group {
+				fmt.Fprintf(stdout, "# %s\n", pl.Commit.Subject)
+				if err := pl.WriteDiff(stdout); err != nil {
+					return err
+				}
 			}
 			continue
 		}
-		out, err := sink.Resync(ctx, p, pl)
+		outs, errs, err := sink.Resync(ctx, p, group)
 		if err != nil {
 			return err
 		}
-		if !out.NoOp() {
-			fmt.Fprintf(stderr, "%s %s\n", out.Commit[:10], pl.Commit.Subject)
+		var failed error // the group's others were pushed: say so before stopping
+		for i, pl := range group {
+			switch {
+			case errs[i] != nil:
+				failed = cmp.Or(failed, errs[i])
+			case !outs[i].NoOp():
+				fmt.Fprintf(stderr, "%s %s\n", outs[i].Commit[:10], pl.Commit.Subject)
+			}
+		}
+		if failed != nil {
+			return failed
 		}
 	}
 	if dryRun {

@@ -571,15 +571,21 @@ func (s *Service) resync(ctx context.Context) {
 		return
 	}
 	commits := 0
-	for _, pl := range plans {
-		out, err := s.o.Sink.Resync(ctx, s.o.Pipeline, pl)
+	for start := 0; start < len(plans); start += reconciler.ResyncGroup {
+		group := plans[start:min(start+reconciler.ResyncGroup, len(plans))]
+		outs, errs, err := s.o.Sink.Resync(ctx, s.o.Pipeline, group)
 		if err != nil {
-			s.o.Log.Error("resync commit", "stack_id", pl.Result.ReleaseName, "error", err)
+			s.o.Log.Error("resync commit", "clusters", len(group), "error", err)
 			continue
 		}
-		if !out.NoOp() {
-			commits++
-			s.requester.request(pl.Result.Namespace, pl.Paths())
+		for i, pl := range group {
+			switch {
+			case errs[i] != nil:
+				s.o.Log.Error("resync commit", "stack_id", pl.Result.ReleaseName, "error", errs[i])
+			case !outs[i].NoOp():
+				commits++
+				s.requester.request(pl.Result.Namespace, pl.Paths())
+			}
 		}
 	}
 	s.m.resync.Observe(time.Since(start).Seconds())
