@@ -486,3 +486,40 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// BenchmarkResyncCommit: a new version moves the HelmRelease of every one of 1,000
+// clusters (here a longer Flux timeout), and resync commits them all: one commit per
+// cluster, reconciler.ResyncGroup of them to a push. One op is the whole resync's commits.
+func BenchmarkResyncCommit(b *testing.B) {
+	ctx := context.Background()
+	cfg := generator.DefaultConfig()
+	cfg.Flux.Timeout = generator.Duration{Duration: cfg.Flux.Timeout.Duration + 2*time.Minute}
+	const clusters = 1000
+	for b.Loop() {
+		b.StopTimer()
+		repo, err := gitrepo.Open(ctx, gitrepo.Options{URL: "file://" + cloneBare(b, clusters), Author: gitrepo.Signature{Name: "b", Email: "b@example.org"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}}
+		plans, err := p.ResyncPlans(ctx, repo, nil)
+		if err != nil || len(plans) != clusters {
+			b.Fatalf("%d clusters would change, %v; want %d", len(plans), err, clusters)
+		}
+		sink := &reconciler.GitSink{Repo: repo}
+		b.StartTimer()
+		for start := 0; start < len(plans); start += reconciler.ResyncGroup {
+			group := plans[start:min(start+reconciler.ResyncGroup, len(plans))]
+			outs, errs, err := sink.Resync(ctx, p, group)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range group {
+				if errs[i] != nil || outs[i].NoOp() {
+					b.Fatalf("%+v %v", outs[i], errs[i])
+				}
+			}
+		}
+	}
+	b.ReportMetric(float64(clusters*b.N)/b.Elapsed().Seconds(), "clusters/s")
+}
