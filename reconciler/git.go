@@ -110,9 +110,9 @@ func (o *Outcome) setResult(gr *gitrepo.Result) {
 
 // ApplyGroup runs the pipeline for several events and commits them in order, one commit
 // each, with one push: what the service does with events that arrive together. Their
-// plans are made side by side on the head (commitPlans). Each event
-// gets its own outcome and error; an event that fails (invalid, conflicting) is left out
-// and the others land. err is for a failure of the whole group, which pushed nothing.
+// plans are made side by side on the head (commitPlans). Each event gets its own outcome
+// and error; an event that fails (invalid, conflicting) is left out and the others land.
+// err is for a failure of the whole group, which pushed nothing.
 func (s *GitSink) ApplyGroup(ctx context.Context, p *Pipeline, events []*v1alpha1.ClusterEvent) ([]*Outcome, []error, error) {
 	outs := make([]*Outcome, len(events))
 	errs := make([]error, len(events))
@@ -130,6 +130,13 @@ func (s *GitSink) ApplyGroup(ctx context.Context, p *Pipeline, events []*v1alpha
 		plans = append(plans, s.plan(p, ev, res, "", outs[i]))
 		index = append(index, i)
 	}
+	return s.commitMembers(ctx, plans, index, outs, errs)
+}
+
+// commitMembers commits plans[k], made for member index[k] of a group, as one group, and
+// records each one's result in outs or errs. The error is the whole group's, which pushed
+// nothing.
+func (s *GitSink) commitMembers(ctx context.Context, plans []planFunc, index []int, outs []*Outcome, errs []error) ([]*Outcome, []error, error) {
 	if len(plans) == 0 {
 		return outs, errs, nil
 	}
@@ -187,22 +194,7 @@ func (s *GitSink) Resync(ctx context.Context, p *Pipeline, plans []*Plan) ([]*Ou
 		}
 		fns, index = append(fns, s.resyncPlan(p, pl, outs[i])), append(index, i)
 	}
-	if len(fns) == 0 {
-		return outs, errs, nil
-	}
-	results, err := s.commitPlans(ctx, "", fns)
-	if err != nil {
-		return outs, errs, stepError("push", err)
-	}
-	for k, r := range results {
-		i := index[k]
-		if r.Err != nil {
-			errs[i] = stepError("commit", r.Err)
-			continue
-		}
-		outs[i].setResult(&r.Result)
-	}
-	return outs, errs, nil
+	return s.commitMembers(ctx, fns, index, outs, errs)
 }
 
 // resyncPlan plans a resync against a tree: only while the tree still holds the record
