@@ -53,9 +53,9 @@ func applyPlanned(ctx context.Context, r *gitrepo.Repo, p gitrepo.Planned) (*git
 	return &res[0].Result, res[0].Err
 }
 
-// TestApplyGroup: a Batch makes one commit per change, chained, one push for all; a no-op makes no
-// commit; an invalid, review or conflicting change is left out with its own error and the
-// rest land.
+// TestApplyGroup: a Batch makes one commit per change, chained, one push for all; a no-op
+// makes no commit; an invalid, review or conflicting change is left out with its own error
+// and the rest land.
 func TestApplyGroup(t *testing.T) {
 	t.Parallel()
 	s := newGitServer(t)
