@@ -90,9 +90,15 @@ func Render(ch *chart.Chart, release, namespace string, values map[string]any) (
 	return Parse(strings.NewReader(m))
 }
 
+// rendering makes renders take turns: Helm's install sets a chart's dependencies as it
+// renders it, and LoadVersion shares a loaded chart. Only tests render concurrently;
+// migrate renders one cluster at a time.
+var rendering sync.Mutex
+
 // Manifest renders the chart with the given values as a client-only dry-run install, the
 // same code path helm template uses. Values are round-tripped through JSON first, as
-// helm-controller receives them, so numbers are float64 as the templates expect.
+// helm-controller receives them, so numbers are float64 as the templates expect. It may
+// be called concurrently, also for one chart.
 func Manifest(ch *chart.Chart, release, namespace string, values map[string]any) (string, error) {
 	raw, err := json.Marshal(values)
 	if err != nil {
@@ -109,6 +115,8 @@ func Manifest(ch *chart.Chart, release, namespace string, values map[string]any)
 	install.ReleaseName = release
 	install.Namespace = namespace
 	install.DisableHooks = true
+	rendering.Lock()
+	defer rendering.Unlock()
 	rel, err := install.Run(ch, vals.AsMap())
 	if err != nil {
 		return "", err
