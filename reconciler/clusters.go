@@ -61,7 +61,7 @@ func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
 }
 
 // replace sets a cluster's record as read from Git at head (nil: its delete completed, at
-// at), unless it changed since it was old (nil: absent): the queue indexed a newer event.
+// at), unless it changed since it was old (nil: absent): the Reconciler indexed a newer event.
 func (c *Clusters) replace(uuid string, old *v1alpha1.ClusterEvent, rec *ClusterRecord, at time.Time, head string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -33,7 +33,7 @@ func (f *Follower) Mark(head string) { f.head = head }
 // fetched or pushed), newest first and at most LedgerHistory of them: each event id goes
 // to the ledger, and each cluster a commit touched is read again from its record at the
 // head, or forgotten when its directory is gone (its delete completed). It returns the
-// number of commits read. A record the queue replaced meanwhile is left alone: it is newer.
+// number of commits read. A record the Reconciler replaced meanwhile is left alone: it is newer.
 func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 	snap, err := f.Repo.Snapshot()
 	if err != nil {

@@ -58,7 +58,7 @@ func TestFollowerCatchesUp(t *testing.T) {
 		t.Errorf("nothing new: %d commits read, %v", n, err)
 	}
 
-	// The queue indexes an event it committed after the head the follower reads: the
+	// The reconciler indexes an event it committed after the head the follower reads: the
 	// follower leaves the newer record alone.
 	newer := *resize
 	newer.ID = "evt-newer"
@@ -74,7 +74,7 @@ func TestFollowerCatchesUp(t *testing.T) {
 		t.Errorf("after the upgrade: %d commits read, %v", n, err)
 	}
 	if got, _ := clusters.Get(uuid); got.Event.ID != "evt-newer" {
-		t.Errorf("the follower replaced the queue's newer record with %s", got.Event.ID)
+		t.Errorf("the follower replaced the reconciler's newer record with %s", got.Event.ID)
 	}
 	clusters.Observe(resize, reconciler.Summary{StackID: rec.StackID, Namespace: rec.Namespace, Revision: out.Commit}, time.Now())
 

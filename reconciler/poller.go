@@ -66,9 +66,9 @@ type Poller struct {
 	// template is selected, so an upgrade to an unselected template is still followed.
 	Select func(openstack.ClusterTemplate) bool
 	// Clusters is the last event per cluster that Git holds; Submit must record into it
-	// (Queue does, with Queue.Clusters set). The poller records what Submit did not.
+	// (the Reconciler does, with Reconciler.Clusters set). The poller records what Submit did not.
 	Clusters *Clusters
-	// Submit commits one event and answers once it is pushed (Queue.Submit).
+	// Submit commits one event and answers once it is pushed (Reconciler.Submit).
 	Submit func(ctx context.Context, ev *v1alpha1.ClusterEvent) Summary
 	// Credentials, when set, makes the application credential of a cluster Git has never
 	// held (created once per cluster and reused until the create is committed; a crash in

@@ -157,7 +157,7 @@ func (f *pollFixture) tick() string {
 }
 
 // service is one run of the polling service: a fresh clone of the remote, the clusters
-// read back from its records, a queue committing to it, and a poller. Several in a row
+// read back from its records, a reconciler committing to it, and a poller. Several in a row
 // are restarts.
 type service struct {
 	poller   *reconciler.Poller
@@ -188,7 +188,7 @@ func (f *pollFixture) start(t *testing.T) *service {
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	q := &reconciler.Queue{Pipeline: p, Sink: &reconciler.GitSink{Repo: repo}, Ledger: reconciler.NewLedger(), Clusters: clusters}
+	q := &reconciler.Reconciler{Pipeline: p, Sink: &reconciler.GitSink{Repo: repo}, Ledger: reconciler.NewLedger(), Clusters: clusters}
 	q.Start()
 	qctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &service{clusters: clusters, cancel: cancel, done: make(chan struct{}), crashAfter: -1}

@@ -14,7 +14,7 @@ import (
 
 // TestPollerScriptedSequence drives a scripted sequence of Magnum states (create, node
 // count change, node group add, template change, node group and cluster deletes) through
-// the poller, a real reconciler.Queue and a real Git remote, and checks after every pass
+// the poller, a real reconciler.Reconciler and a real Git remote, and checks after every pass
 // exactly which commits were made. Restarts in the middle (a new process that reads Git
 // back) make no duplicate commit, and a process that dies in the middle of a pass loses
 // nothing: the next one commits what is left, once.

@@ -23,8 +23,8 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Server serves the event and read APIs.
 type Server struct {
-	// Queue commits accepted events.
-	Queue *reconciler.Queue
+	// Reconciler commits accepted events.
+	Reconciler *reconciler.Reconciler
 	// Clusters answers GET /v1/clusters/{uuid}.
 	Clusters *reconciler.Clusters
 	// Status judges a cluster from the management cluster (GET …/status); nil answers 503.
@@ -42,7 +42,7 @@ type Server struct {
 	// Log receives one line per event; it never sees a body.
 	Log *slog.Logger
 	// Refused, when set, is called once per POST /v1/events refused before it reached the
-	// Queue (which reports the others), for metrics: operation is the event's, or
+	// Reconciler (which reports the others), for metrics: operation is the event's, or
 	// OperationUnknown before it is decoded; outcome is one of the Outcome constants here
 	// or the Kind of the failure (reconciler.Kind.String), so both labels stay bounded.
 	Refused func(operation, outcome string)
@@ -50,7 +50,7 @@ type Server struct {
 	draining atomic.Bool
 }
 
-// Labels of events refused before they reached the Queue.
+// Labels of events refused before they reached the Reconciler.
 const (
 	// OperationUnknown: the body was not read, or did not decode.
 	OperationUnknown = "unknown"
@@ -66,7 +66,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // Draining reports whether Drain was called.
 func (s *Server) Draining() bool { return s.draining.Load() }
 
-// refused counts an event refused before it reached the Queue.
+// refused counts an event refused before it reached the Reconciler.
 func (s *Server) refused(operation, outcome string) {
 	if s.Refused != nil {
 		s.Refused(operation, outcome)
@@ -102,7 +102,7 @@ var eventMediaTypes = []string{"application/json", "application/yaml", "applicat
 
 func (s *Server) postEvent(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
-		// The outcome of the Queue's own "shutting down" answer: the same 503, the same label.
+		// The outcome of the Reconciler's own "shutting down" answer: the same 503, the same label.
 		s.refused(OperationUnknown, reconciler.KindRetry.String())
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: "shutting down: retry with the same event id"})
@@ -145,7 +145,7 @@ func (s *Server) postEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	sum := s.Queue.Submit(r.Context(), ev)
+	sum := s.Reconciler.Submit(r.Context(), ev)
 	s.logEvent(r, sum, time.Since(start))
 	if sum.Error != "" {
 		code, name := statusOf(sum)

@@ -39,7 +39,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_conflicts_total",
 			Help: "Events refused with 409: someone changed the same files differently, or an event id came again with another body."}),
 		groupSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_group_size",
-			Help: "Events per group the queue took together, retried event ids included.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200}}),
+			Help: "Events per group of clusters reconciled together, retried event ids included.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200}}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "magnum_gitops_event_duration_seconds",
 			Help: "From an event's arrival to its answer (pushed), its wait in the queue included.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
 		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "magnum_gitops_step_duration_seconds",
@@ -92,7 +92,7 @@ func (m *metrics) observeGroup(g reconciler.GroupStats) {
 	m.pushRetries.Add(float64(g.Retries))
 }
 
-// refused records an event the API refused before it reached the queue. operation and
+// refused records an event the API refused before it reached the Reconciler. operation and
 // outcome come from a fixed set (httpapi), so the labels stay bounded.
 func (m *metrics) refused(operation, outcome string) {
 	m.events.WithLabelValues(operation, outcome).Inc()

@@ -18,7 +18,7 @@ import (
 // TestMetrics: after an event, its retry and a second event for the same cluster (a new
 // id, so a new record: a commit), /metrics counts them by operation and outcome, the
 // retry's commit not twice, each group (of one event here) once, and has the latency
-// histograms of every step. Events refused before the queue are counted too.
+// histograms of every step. Events refused before the reconciler are counted too.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil)
@@ -143,7 +143,7 @@ func TestMetricsPerGroup(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
 		}
 	}
-	// Every event waited most of MaxWait in the queue before its group was processed.
+	// Every event waited most of MaxWait before its group was processed.
 	const prefix = `magnum_gitops_event_duration_seconds_bucket{le="`
 	for name, v := range values {
 		if le, ok := strings.CutPrefix(name, prefix); ok {

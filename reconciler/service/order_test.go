@@ -17,9 +17,9 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
 )
 
-// gate is a Resolver that holds the queue inside the group of one event (by id) until
-// released: while it holds, every event posted waits in the queue's channel, in the order
-// the handlers submitted them, and all of them form the next group.
+// gate is a Resolver that holds the reconcile of one event (by id) until released: while
+// it holds, every event posted waits, each cluster's in the order the handlers submitted
+// them, and all of them form the next group.
 type gate struct {
 	id       string
 	entered  chan struct{}
@@ -48,21 +48,25 @@ func (g *gate) Resolve(ctx context.Context, ev *v1alpha1.ClusterEvent) error {
 func (g *gate) open() { g.released.Do(func() { close(g.release) }) }
 
 // TestClusterOrderWithinGroup: several events of each of a few clusters, arriving in a
-// known order, are committed in one group and pushed at once; each cluster's commits
+// known order, are reconciled in one group and pushed at once; each cluster's commits
 // follow the arrival order in the first-parent history, every answer is 200 with the
 // commit that carries its event, and each record holds the cluster's last event.
 //
 // How the arrival order is made known: a first "gate" event is posted alone, and a
-// Resolver holds the queue inside its group. While it holds, the queue reads nothing, so
-// the events posted next wait in its channel in the order their handlers submitted them;
-// when the gate opens, the queue takes them all as one group (MaxGroup is larger than
+// Resolver holds its reconcile. While it holds, the reconciler takes nothing more, so the
+// events posted next wait, each cluster's in the order their handlers submitted them; when
+// the gate opens, the reconciler takes them all as one group (MaxGroup is larger than
 // their number and they are all there before MaxWait starts). The grouping is therefore
-// deterministic. The order within the channel is made by posting one request at a time,
-// 30ms apart, interleaving the clusters: consecutive events of one cluster are posted
-// 90ms apart, while a handler needs about a millisecond from receiving a request to
-// submitting it (read the body, decode). HTTP/1.1 gives no way to post without waiting for
-// the answer on one connection, and nothing outside the queue sees a submission before its
-// answer, so a time gap far larger than the handler's work is what sequences arrivals.
+// deterministic. The order is made by posting one request at a time, 30ms apart,
+// interleaving the clusters: consecutive events of one cluster are posted 90ms apart,
+// while a handler needs about a millisecond from receiving a request to submitting it
+// (read the body, decode). HTTP/1.1 gives no way to post without waiting for the answer on
+// one connection, and nothing outside the reconciler sees a submission before its answer,
+// so a time gap far larger than the handler's work is what sequences arrivals.
+//
+// The whole history follows the arrival order too: the group's plans are made side by
+// side, and each cluster's next event reads the record its previous one wrote, so the
+// chain takes one event of every cluster per round.
 func TestClusterOrderWithinGroup(t *testing.T) {
 	t.Parallel()
 	const clusters, events = 3, 4

@@ -87,12 +87,12 @@ const ShutdownTimeout = 30 * time.Second
 
 // Service is a running magnum-gitops service.
 type Service struct {
-	o        Options
-	m        *metrics
-	git      gitReady
-	queue    *reconciler.Queue
-	clusters *reconciler.Clusters
-	ledger   *reconciler.Ledger
+	o          Options
+	m          *metrics
+	git        gitReady
+	reconciler *reconciler.Reconciler
+	clusters   *reconciler.Clusters
+	ledger     *reconciler.Ledger
 	// follower reads the commits of the other replicas into clusters and ledger.
 	follower *reconciler.Follower
 	judge    *judge
@@ -186,13 +186,13 @@ func (s *Service) run(ctx context.Context) error {
 	}
 	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
 
-	s.queue = &reconciler.Queue{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
+	s.reconciler = &reconciler.Reconciler{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
 		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.observe, ObserveGroup: s.observeGroup}
-	s.queue.Start()
+	s.reconciler.Start()
 	if o.Poller != nil {
-		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.queue.Submit
+		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.reconciler.Submit
 	}
-	s.api = &httpapi.Server{Queue: s.queue, Clusters: s.clusters, Tokens: o.Tokens,
+	s.api = &httpapi.Server{Reconciler: s.reconciler, Clusters: s.clusters, Tokens: o.Tokens,
 		AcceptClientCerts: o.TLS != nil && o.TLS.ClientAuth >= tls.VerifyClientCertIfGiven,
 		MaxBodyBytes:      o.MaxBodyBytes, Log: o.Log, Refused: s.m.refused}
 	if o.Status != nil {
@@ -207,13 +207,13 @@ func (s *Service) run(ctx context.Context) error {
 	if s.requester != nil {
 		go s.requester.run(ctx)
 	}
-	queueCtx, stopQueue := context.WithCancel(context.WithoutCancel(ctx))
-	queueDone := make(chan struct{})
-	go func() { s.queue.Run(queueCtx); close(queueDone) }()
+	reconcileCtx, stopReconciler := context.WithCancel(context.WithoutCancel(ctx))
+	reconcilerDone := make(chan struct{})
+	go func() { s.reconciler.Run(reconcileCtx); close(reconcilerDone) }()
 
 	servers, err := s.listen(ctx)
 	if err != nil {
-		stopQueue()
+		stopReconciler()
 		return err
 	}
 	loopsDone := make(chan struct{})
@@ -239,8 +239,8 @@ func (s *Service) run(ctx context.Context) error {
 			o.Log.Warn("shutting down: requests still open after the timeout", "error", err)
 		}
 	}
-	stopQueue()
-	<-queueDone
+	stopReconciler()
+	<-reconcilerDone
 	<-loopsDone
 	<-checkDone
 	return nil

@@ -16,10 +16,10 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
-// TestQueueGroupTimeout: a remote that takes the connection and never answers holds a
-// group only for GroupTimeout: its event is answered "retry", and the queue stops when
+// TestReconcilerGroupTimeout: a remote that takes the connection and never answers holds a
+// group only for GroupTimeout: its event is answered "retry", and the reconciler stops when
 // asked instead of waiting on the remote.
-func TestQueueGroupTimeout(t *testing.T) {
+func TestReconcilerGroupTimeout(t *testing.T) {
 	t.Parallel()
 	remote := gitserver.Start(t)
 	remote.Init("stall.git")
@@ -48,7 +48,7 @@ func TestQueueGroupTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
-	q := &reconciler.Queue{Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}},
+	q := &reconciler.Reconciler{Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}},
 		Sink: &reconciler.GitSink{Repo: repo}, MaxWait: time.Millisecond, GroupTimeout: time.Second}
 	q.Start()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,6 +70,6 @@ func TestQueueGroupTimeout(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the queue did not stop")
+		t.Fatal("the reconciler did not stop")
 	}
 }

@@ -1,0 +1,118 @@
+package reconciler
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+)
+
+// operation is one Magnum operation waiting for Git: the event an event source handed over,
+// and its client, who is answered with the commit that carries it.
+type operation struct {
+	ctx    context.Context
+	ev     *v1alpha1.ClusterEvent
+	digest string
+	// at stamps the record (Now, which a test may fix); arrived times the answer.
+	at      time.Time
+	arrived time.Time
+	answer  chan Summary
+}
+
+// desired is what the event sources want of Git that Git does not hold yet: each cluster's
+// operations in the order they arrived, and the clusters to reconcile in the order they
+// first asked. A cluster is queued once however many operations it has waiting, like a
+// controller's work queue; operations that arrive once its reconcile claimed the others
+// queue it again.
+type desired struct {
+	mu     sync.Mutex
+	ops    map[string][]*operation // by cluster UUID, until claimed
+	order  []string                // cluster UUIDs queued, oldest first
+	closed bool
+	// ready has a value while order is not empty.
+	ready chan struct{}
+}
+
+func newDesired() *desired {
+	return &desired{ops: map[string][]*operation{}, ready: make(chan struct{}, 1)}
+}
+
+// put records an operation and queues its cluster, unless it is queued or taken and not
+// claimed yet: its reconcile will claim this operation too. It is false once close was
+// called: nobody would reconcile it.
+func (d *desired) put(op *operation) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	uuid := op.ev.Cluster.UUID
+	if _, waiting := d.ops[uuid]; !waiting {
+		d.order = append(d.order, uuid)
+		d.signal()
+	}
+	d.ops[uuid] = append(d.ops[uuid], op)
+	return true
+}
+
+func (d *desired) signal() {
+	select {
+	case d.ready <- struct{}{}:
+	default:
+	}
+}
+
+// pending counts the operations of the queued clusters.
+func (d *desired) pending() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, uuid := range d.order {
+		n += len(d.ops[uuid])
+	}
+	return n
+}
+
+// take dequeues the oldest clusters, as many as have at most limit operations waiting
+// together (at least one cluster).
+func (d *desired) take(limit int) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n, k := 0, 0
+	for ; k < len(d.order); k++ {
+		m := len(d.ops[d.order[k]])
+		if k > 0 && n+m > limit {
+			break
+		}
+		n += m
+	}
+	uuids := d.order[:k:k]
+	d.order = d.order[k:]
+	if len(d.order) > 0 {
+		d.signal()
+	}
+	return uuids
+}
+
+// claim takes a cluster's waiting operations, oldest first: the scope of its reconcile.
+func (d *desired) claim(uuid string) []*operation {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ops := d.ops[uuid]
+	delete(d.ops, uuid)
+	return ops
+}
+
+// close refuses further operations and returns those still waiting, to be answered.
+func (d *desired) close() []*operation {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	var left []*operation
+	for _, ops := range d.ops {
+		left = append(left, ops...)
+	}
+	d.ops, d.order = map[string][]*operation{}, nil
+	return left
+}

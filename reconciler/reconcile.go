@@ -1,0 +1,293 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
+)
+
+// ErrShuttingDown is the answer to events that arrive after the reconciler stopped.
+var ErrShuttingDown = &Error{Kind: KindRetry, Step: "accept", Err: errors.New("shutting down")}
+
+// Reconciler brings each cluster's directory in Git to what Magnum asked of it, the way a
+// Flux or Cluster API controller reconciles an object. Event sources (the HTTP API, the
+// Magnum poller) only record a cluster's operation and queue its UUID (Submit); Run takes
+// the queued clusters together and reconciles them (Reconcile). Each Magnum operation is
+// its own commit, so the history stays reviewable and a retry finds its id in a trailer;
+// the clusters reconciled together share one push, so a burst costs a few pushes instead
+// of one each. A client is answered only once its operation is pushed (or found already in
+// the repository): an answer is durable.
+type Reconciler struct {
+	Pipeline *Pipeline
+	Sink     *GitSink
+	// Ledger answers retried event ids; Clusters learns every applied event. Both optional.
+	Ledger   *Ledger
+	Clusters *Clusters
+	// MaxGroup and MaxWait bound a group: clusters with at most MaxGroup operations
+	// together (one cluster at least), collected for at most MaxWait after the first one
+	// (defaults 100 and 20ms).
+	MaxGroup int
+	MaxWait  time.Duration
+	// GroupTimeout bounds a group's commits and push, retries included (default 2m): its
+	// operations are then answered with a retry, and the client retries with the same id.
+	GroupTimeout time.Duration
+	// Observe, when set, is called once per answered event (metrics, logs), with the time
+	// since it arrived: its wait in the queue counts, as its client waited too. What its
+	// group cost is ObserveGroup's.
+	Observe func(s Summary, took time.Duration)
+	// ObserveGroup, when set, is called once per group, after its push and before its
+	// pushed events are answered (so an answered client finds it counted): what the group
+	// cost, which per-event counting would multiply by the group's size.
+	ObserveGroup func(g GroupStats)
+	// Now stamps records; time.Now when nil.
+	Now func() time.Time
+
+	desired *desired
+	done    chan struct{}
+}
+
+// Start prepares the reconciler; Run must then be called.
+func (r *Reconciler) Start() {
+	if r.MaxGroup <= 0 {
+		r.MaxGroup = 100
+	}
+	if r.MaxWait <= 0 {
+		r.MaxWait = 20 * time.Millisecond
+	}
+	if r.GroupTimeout <= 0 {
+		r.GroupTimeout = 2 * time.Minute
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	r.desired = newDesired()
+	r.done = make(chan struct{})
+}
+
+// Submit records an operation of a cluster, queues the cluster and waits for the answer.
+// It returns early with a retry Summary when ctx ends first; the operation may still be
+// committed, which a retry with the same id then finds in the Ledger.
+func (r *Reconciler) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summary {
+	op := &operation{ctx: ctx, ev: ev, digest: Digest(ev), at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
+	if !r.desired.put(op) {
+		return Summarize(ev, nil, ErrShuttingDown)
+	}
+	select {
+	case sum := <-op.answer:
+		return sum
+	case <-r.done:
+		// Run stopped: it answered every operation it took or left, so an answer is here
+		// already.
+		return <-op.answer
+	case <-ctx.Done():
+		return Summarize(ev, nil, stepError("accept", ctx.Err()))
+	}
+}
+
+// Run reconciles the queued clusters until ctx ends: a group at a time, made of the
+// clusters queued within MaxWait of the first. The group in hand is finished first;
+// operations still waiting are answered "shutting down" so their clients retry elsewhere.
+func (r *Reconciler) Run(ctx context.Context) {
+	defer close(r.done)
+	for {
+		select {
+		case <-ctx.Done():
+			for _, op := range r.desired.close() {
+				r.answer(op, Summarize(op.ev, nil, ErrShuttingDown))
+			}
+			return
+		case <-r.desired.ready:
+		}
+		r.collect()
+		uuids := r.desired.take(r.MaxGroup)
+		if len(uuids) == 0 {
+			continue
+		}
+		// The group in hand finishes even when shutdown begins: its clients are waiting. But
+		// not forever: a remote that accepts the connection and never answers would hold
+		// every client, the readers of the repository and shutdown.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.GroupTimeout)
+		r.Reconcile(gctx, uuids...)
+		cancel()
+	}
+}
+
+// collect waits until MaxWait has passed since the first operation of a group arrived, or
+// until MaxGroup operations wait.
+func (r *Reconciler) collect() {
+	timer := time.NewTimer(r.MaxWait)
+	defer timer.Stop()
+	for r.desired.pending() < r.MaxGroup {
+		select {
+		case <-timer.C:
+			return
+		case <-r.desired.ready:
+		}
+	}
+}
+
+// Reconcile reconciles clusters together: each one's own scope, steps and summary, and one
+// push for the commits of them all.
+func (r *Reconciler) Reconcile(ctx context.Context, uuids ...string) {
+	g := newGroupCommit(r.Sink, len(uuids), r.ObserveGroup)
+	seen := map[string]string{} // event id → digest, for the group
+	scopes := make([]*scope, len(uuids))
+	for i, uuid := range uuids {
+		scopes[i] = r.load(uuid, i, seen)
+	}
+	var wg sync.WaitGroup
+	for _, sc := range scopes {
+		wg.Go(func() { r.reconcile(ctx, sc, g) })
+	}
+	wg.Wait()
+}
+
+// scope is what one cluster's reconcile works on, loaded once in its prologue.
+type scope struct {
+	uuid   string
+	member int // in its group
+	// ops are the cluster's operations waiting for Git, oldest first.
+	ops []*operation
+	// answered marks the operations answered in the prologue; the summary answers the
+	// others, with outs and errs.
+	answered []bool
+	outs     []*Outcome
+	errs     []error
+}
+
+// load is a reconcile's prologue: it claims the cluster's waiting operations and answers
+// at once those with nothing to commit: an id Git already carries (from the ledger), an id
+// reused with another body (also within the group, seen), a client that gave up.
+func (r *Reconciler) load(uuid string, member int, seen map[string]string) *scope {
+	sc := &scope{uuid: uuid, member: member, ops: r.desired.claim(uuid)}
+	sc.answered = make([]bool, len(sc.ops))
+	sc.outs = make([]*Outcome, len(sc.ops))
+	sc.errs = make([]error, len(sc.ops))
+	for i, op := range sc.ops {
+		if sum, done := r.early(op, seen); done {
+			r.answer(op, sum)
+			sc.answered[i] = true
+		}
+	}
+	return sc
+}
+
+// reconcile runs the steps of one cluster, in order: render each operation, plan it
+// against the branch head (digest-gated: only what changed is serialised), commit, in the
+// group's push. The deferred summary answers each operation's client.
+func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
+	defer r.summarize(sc)
+	stats := GroupStats{Events: len(sc.ops)}
+	if r.Sink.ReviewBranch != "" {
+		// Each operation on a branch of its own: pushed, and answered, one by one.
+		r.commitForReview(ctx, sc, &stats)
+		_, _ = g.commit(ctx, sc.member, nil, stats)
+		return
+	}
+	var plans []planFunc
+	var index []int
+	for i, op := range sc.ops {
+		if sc.answered[i] {
+			continue
+		}
+		sc.outs[i] = &Outcome{}
+		res, err := r.render(ctx, op.ev, sc.outs[i])
+		if err != nil {
+			sc.errs[i] = err
+			continue
+		}
+		plans, index = append(plans, r.Sink.plan(r.Pipeline, op.ev, res, "", sc.outs[i])), append(index, i)
+	}
+	results, err := g.commit(ctx, sc.member, plans, stats)
+	for k, i := range index {
+		switch {
+		case err != nil:
+			sc.errs[i] = err
+		case results[k].Err != nil:
+			sc.errs[i] = stepError("commit", results[k].Err)
+		default:
+			sc.outs[i].setResult(&results[k].Result)
+		}
+	}
+}
+
+// render is the render step of one operation, timed.
+func (r *Reconciler) render(ctx context.Context, ev *v1alpha1.ClusterEvent, out *Outcome) (*generator.Result, error) {
+	t0 := time.Now()
+	res, err := r.Pipeline.Render(ctx, ev)
+	out.Timings.Render = time.Since(t0)
+	return res, err
+}
+
+// commitForReview commits each waiting operation to its own review branch.
+func (r *Reconciler) commitForReview(ctx context.Context, sc *scope, stats *GroupStats) {
+	for i, op := range sc.ops {
+		if sc.answered[i] {
+			continue
+		}
+		out, err := r.Sink.Apply(ctx, r.Pipeline, op.ev)
+		sc.outs[i], sc.errs[i] = out, err
+		if err == nil && out != nil {
+			if !out.NoOp() {
+				stats.Pushes++
+			}
+			stats.Retries += max(out.Attempts-1, 0)
+		}
+	}
+}
+
+// summarize is a reconcile's one summary: each operation not answered in the prologue is
+// summarised, remembered when it landed (the ledger, the cluster index) and answered.
+func (r *Reconciler) summarize(sc *scope) {
+	for i, op := range sc.ops {
+		if sc.answered[i] {
+			continue
+		}
+		sum := Summarize(op.ev, sc.outs[i], sc.errs[i])
+		if sc.errs[i] == nil {
+			if r.Ledger != nil {
+				r.Ledger.Put(op.ev.ID, op.digest, sum)
+			}
+			if r.Clusters != nil {
+				r.Clusters.Observe(op.ev, sum, op.at)
+			}
+		}
+		r.answer(op, sum)
+	}
+}
+
+// early answers an operation without committing it: a retried id (from the ledger), an
+// id reused with another body (also within the group), or a client that gave up.
+func (r *Reconciler) early(op *operation, seen map[string]string) (Summary, bool) {
+	if op.ctx.Err() != nil {
+		return Summarize(op.ev, nil, stepError("accept", op.ctx.Err())), true
+	}
+	if r.Ledger != nil {
+		if sum, ok, err := r.Ledger.Lookup(op.ev.ID, op.digest); err != nil {
+			return Summarize(op.ev, nil, err), true
+		} else if ok {
+			// The answer of the first time, marked: nothing was done now.
+			sum.Replayed, sum.Timings = true, Timings{}
+			return sum, true
+		}
+	}
+	if id := op.ev.ID; id != "" {
+		if d, ok := seen[id]; ok && d != op.digest {
+			return Summarize(op.ev, nil, &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", id, ErrIdempotencyConflict)}), true
+		}
+		seen[id] = op.digest
+	}
+	return Summary{}, false
+}
+
+func (r *Reconciler) answer(op *operation, sum Summary) {
+	if r.Observe != nil {
+		r.Observe(sum, time.Since(op.arrived))
+	}
+	op.answer <- sum
+}
