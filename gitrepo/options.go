@@ -27,6 +27,9 @@ type Options struct {
 	Auth Auth
 	// CacheDir keeps a bare clone on disk between runs; empty keeps it in memory.
 	CacheDir string
+	// History, when set, makes the clone shallow: it bounds what a start costs and holds,
+	// whatever the length of the history, to the history its readers need.
+	History History
 	// Author of the commits; Committer defaults to Author.
 	Author    Signature
 	Committer *Signature
@@ -46,6 +49,16 @@ type Options struct {
 	// corrupt CacheDir that was discarded and cloned again. The package logs nothing
 	// itself. It is called with the Repo's locks held: it must not call the Repo.
 	Warn func(msg string)
+}
+
+// History is how much of Branch's history a clone holds. Its first fetch takes the newest
+// Commits commits, then four times as many, up to MaxCommits, while the oldest it holds is
+// younger than Since; later fetches add what is new. Walk ends at the oldest commit held.
+// The zero History is the whole history.
+type History struct {
+	Commits    int
+	Since      time.Duration
+	MaxCommits int
 }
 
 // Signature is a commit author or committer.
@@ -110,6 +123,11 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxAttempts < 1 {
 		errs = append(errs, errors.New("max_attempts: must be at least 1"))
+	}
+	if h := o.History; h.Commits < 0 || h.Since < 0 || h.MaxCommits < 0 {
+		errs = append(errs, errors.New("history: must not be negative"))
+	} else if h.Commits == 0 && (h.Since > 0 || h.MaxCommits > 0) {
+		errs = append(errs, errors.New("history: since and max_commits need commits"))
 	}
 	if o.Backoff == 0 {
 		o.Backoff = 100 * time.Millisecond

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -79,7 +80,13 @@ func remoteRef(branch string) plumbing.ReferenceName {
 func (r *Repo) fetch(ctx context.Context, branch string, required bool) error {
 	spec := config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", branch, remoteRef(branch)))
 	err := r.locked(func() error {
-		return r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: r.auth, Force: true})
+		opts := &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: r.auth, Force: true}
+		if _, err := r.store.Reference(remoteRef(r.opts.Branch)); r.opts.History.Commits > 0 && errors.Is(err, plumbing.ErrReferenceNotFound) {
+			// The clone's first fetch: only then does History bound it. A later fetch with
+			// a depth would move the boundary up to the new head.
+			return r.fetchHistory(ctx, opts)
+		}
+		return r.repo.FetchContext(ctx, opts)
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -179,4 +186,51 @@ func (r *Repo) Fetch(ctx context.Context) error {
 		return r.heal(ctx, le.err)
 	}
 	return err
+}
+
+// fetchHistory is a clone's first fetch when Options.History bounds it: the newest
+// History.Commits commits, then four times as many while the oldest held is younger than
+// History.Since, up to History.MaxCommits. Callers hold st.
+func (r *Repo) fetchHistory(ctx context.Context, opts *git.FetchOptions) error {
+	h := r.opts.History
+	since := r.opts.Now().Add(-h.Since)
+	for opts.Depth = h.Commits; ; opts.Depth = min(4*opts.Depth, h.MaxCommits) {
+		err := r.repo.FetchContext(ctx, opts)
+		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+			return err
+		}
+		if h.Since <= 0 || opts.Depth >= h.MaxCommits {
+			return err
+		}
+		young, serr := r.boundaryYoungerThan(since)
+		if serr != nil {
+			return serr
+		}
+		if !young { // the whole history, or old enough
+			return err
+		}
+	}
+}
+
+// boundaryYoungerThan reports whether a commit at the clone's shallow boundary (a commit
+// whose parent it does not hold) was committed after t. go-git keeps a deepened clone's
+// former boundary commits listed as shallow, so the list alone does not say where the
+// history held ends. Callers hold st.
+func (r *Repo) boundaryYoungerThan(t time.Time) (bool, error) {
+	shallow, err := r.store.Shallow()
+	if err != nil {
+		return false, err
+	}
+	for _, b := range shallow {
+		c, err := object.GetCommit(r.store, b)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range c.ParentHashes {
+			if _, err := r.store.EncodedObject(plumbing.CommitObject, p); errors.Is(err, plumbing.ErrObjectNotFound) && c.Committer.When.After(t) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
@@ -114,8 +115,8 @@ func BenchmarkOpen(b *testing.B) {
 }
 
 // BenchmarkStart measures the clone a service starts from against the git CLI on the same
-// remote (historyRemote), in the same run: a first start (Open with an empty CacheDir)
-// beside `git clone --bare`, and a restart (Open with the CacheDir a previous run left, the
+// remote (historyRemote), in the same run: a first start (Open with an empty CacheDir), of
+// the whole history and of serve's default History, beside `git clone --bare`, and a restart (Open with the CacheDir a previous run left, the
 // remote one commit further) beside `git clone --depth 1`, the least a fresh clone of the
 // head can cost. Compare ns/op between the pairs.
 func BenchmarkStart(b *testing.B) {
@@ -132,6 +133,18 @@ func BenchmarkStart(b *testing.B) {
 		for b.Loop() {
 			o := testOptions(url)
 			o.CacheDir = b.TempDir()
+			if _, err := gitrepo.Open(context.Background(), o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("first/gitrepo-history", func(b *testing.B) {
+		// serve's default (config.DefaultHistory): the history's commits are years old, so
+		// the first 1,000 are all it takes.
+		for b.Loop() {
+			o := testOptions(url)
+			o.CacheDir = b.TempDir()
+			o.History, o.Now = gitrepo.History{Commits: 1000, Since: 10 * time.Minute, MaxCommits: 20000}, time.Now
 			if _, err := gitrepo.Open(context.Background(), o); err != nil {
 				b.Fatal(err)
 			}

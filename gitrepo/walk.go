@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ func (c *CommitInfo) Trailer(key string) (string, bool) {
 }
 
 // Walk calls fn for each commit of Options.Branch's first-parent history, newest first,
-// as last fetched or pushed. fn returning ErrStopWalk ends the walk early with no error;
+// as last fetched or pushed, down to the oldest commit the clone holds (Options.Depth). fn returning ErrStopWalk ends the walk early with no error;
 // any other error ends it with that error. Walk holds no lock while fn runs, so fn may
 // use the Repo; the walk goes on through the history it started from.
 func (r *Repo) Walk(ctx context.Context, fn func(c CommitInfo) error) error {
@@ -53,12 +54,20 @@ func (r *Repo) Walk(ctx context.Context, fn func(c CommitInfo) error) error {
 // files sees the history of exactly the tree it reads, however the branch moved since.
 func (s *Snapshot) Walk(ctx context.Context, fn func(c CommitInfo) error) error {
 	r, h := s.r, s.commit
+	var shallow []plumbing.Hash // a shallow clone's oldest commits, or were before it deepened
+	if err := r.locked(func() (err error) { shallow, err = r.store.Shallow(); return err }); err != nil {
+		return fmt.Errorf("gitrepo: reading the shallow boundary: %w", err)
+	}
+	var child plumbing.Hash
 	for !h.IsZero() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		var c *object.Commit
 		err := r.locked(func() (err error) { c, err = object.GetCommit(r.store, h); return r.noteDamage(err) })
+		if errors.Is(err, plumbing.ErrObjectNotFound) && slices.Contains(shallow, child) {
+			return nil // the history goes on beyond what the clone holds
+		}
 		if err != nil {
 			return fmt.Errorf("gitrepo: reading commit %s: %w", h, err)
 		}
@@ -68,7 +77,7 @@ func (s *Snapshot) Walk(ctx context.Context, fn func(c CommitInfo) error) error 
 		} else if err != nil {
 			return err
 		}
-		h = plumbing.ZeroHash
+		h, child = plumbing.ZeroHash, c.Hash
 		if len(c.ParentHashes) > 0 {
 			h = c.ParentHashes[0]
 		}

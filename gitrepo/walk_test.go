@@ -5,7 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
@@ -87,4 +90,64 @@ func TestWalk(t *testing.T) {
 	if err := empty.Walk(ctx, func(gitrepo.CommitInfo) error { t.Error("a commit in an empty repository"); return nil }); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestWalkShallow: a clone of Depth commits holds the newest Depth commits of a longer
+// history; Walk ends at the oldest of them without an error, Contains answers for the
+// commits it holds, and the clone commits, pushes and fetches like a full one, keeping
+// its boundary.
+func TestWalkShallow(t *testing.T) {
+	t.Parallel()
+	s := newGitServer(t)
+	url := s.newRepo("shallow", true)
+	ctx := context.Background()
+	work := t.TempDir()
+	git(t, "", "clone", "-q", s.dir("shallow"), work)
+	for i := range 30 {
+		os.WriteFile(filepath.Join(work, "f"), []byte{byte('a' + i)}, 0o644)
+		git(t, work, "add", "f")
+		git(t, work, "commit", "-q", "-m", "human "+string(rune('a'+i)))
+	}
+	git(t, work, "push", "-q", "origin", "HEAD:main")
+	history := strings.Fields(git(t, work, "rev-list", "--first-parent", "HEAD")) // newest first: 30 and the seed
+
+	o := testOptions(url)
+	o.History = gitrepo.History{Commits: 5}
+	r := open(t, o)
+	walk := func() []string {
+		t.Helper()
+		var got []string
+		if err := r.Walk(ctx, func(c gitrepo.CommitInfo) error { got = append(got, c.Hash.String()); return nil }); err != nil {
+			t.Fatalf("walk: %v", err)
+		}
+		return got
+	}
+	if diff := cmp.Diff(history[:5], walk()); diff != "" {
+		t.Errorf("walk of a clone of depth 5 (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		commit string
+		want   bool
+	}{{history[4], true}, {history[0], true}, {history[5], false}} {
+		if got, err := r.Contains(history[0], tc.commit); err != nil || got != tc.want {
+			t.Errorf("Contains(head, %s) = %v, %v; want %v", tc.commit[:7], got, err, tc.want)
+		}
+	}
+
+	res, err := r.Apply(ctx, change("ours", map[string]string{"g": "g"}))
+	if err != nil {
+		t.Fatalf("apply on a shallow clone: %v", err)
+	}
+	git(t, work, "pull", "-q", "--ff-only", "origin", "main")
+	os.WriteFile(filepath.Join(work, "f"), []byte("theirs"), 0o644)
+	git(t, work, "commit", "-q", "-a", "-m", "theirs")
+	git(t, work, "push", "-q", "origin", "HEAD:main")
+	if err := r.Fetch(ctx); err != nil {
+		t.Fatalf("fetch into a shallow clone: %v", err)
+	}
+	theirs := strings.TrimSpace(git(t, work, "rev-parse", "HEAD"))
+	if diff := cmp.Diff(append([]string{theirs, res.Commit.String()}, history[:5]...), walk()); diff != "" {
+		t.Errorf("walk after a push and a fetch (-want +got):\n%s", diff)
+	}
+	git(t, s.dir("shallow"), "fsck", "--strict")
 }

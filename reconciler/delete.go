@@ -116,15 +116,19 @@ func deleteTrailers(rec ClusterRecord, op string, more ...gitrepo.Trailer) []git
 }
 
 // SecretsRemoval finds the commit of RemoveSecrets for a cluster in the newest
-// LedgerHistory commits, with the Secret names it recorded: a service that did not make
-// it (restarted, or newly elected) needs both to finish the delete. When no such commit
-// is that recent, commit is "" and secrets are every name the generator may have written.
+// LedgerHistory commits the clone holds, with the Secret names it recorded: a service that
+// did not make it (restarted, or newly elected) needs both to finish the delete, since
+// Flux must have applied the commit before the Secrets go. When the history read does not
+// reach it, commit is the oldest commit read, which came after it (Flux applying that one
+// applied the removal too), and secrets are every name the generator may have written.
 func SecretsRemoval(ctx context.Context, repo *gitrepo.Repo, rec ClusterRecord) (commit string, secrets []string, err error) {
 	n := 0
+	var oldest string
 	err = repo.Walk(ctx, func(c gitrepo.CommitInfo) error {
 		if n++; n > LedgerHistory {
 			return gitrepo.ErrStopWalk
 		}
+		oldest = c.Hash.String()
 		if op, _ := c.Trailer(TrailerOperation); op != OperationRemoveSecrets {
 			return nil
 		}
@@ -139,6 +143,9 @@ func SecretsRemoval(ctx context.Context, repo *gitrepo.Repo, rec ClusterRecord) 
 	})
 	if err != nil {
 		return "", nil, err
+	}
+	if commit == "" {
+		commit = oldest
 	}
 	if secrets == nil {
 		secrets = allSecretNames(rec.StackID)

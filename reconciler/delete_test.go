@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
@@ -83,6 +84,54 @@ func TestDeleteCommitsFollowTheHead(t *testing.T) {
 				if !strings.Contains(files, path.Join(clusterDir, want)) {
 					t.Errorf("%s left Git after the revert:\n%s", want, files)
 				}
+			}
+		})
+	}
+}
+
+// TestSecretsRemoval: a service that did not make a delete's RemoveSecrets commit finds it,
+// with the Secrets it named, in the history its clone holds; a clone whose history does
+// not reach it gets the oldest commit it holds, which came after it (Flux must apply that
+// one first), and every Secret name the cluster may have had.
+func TestSecretsRemoval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, sink, dir := created(t)
+	del := event(t, "08-prod-a-delete.yaml")
+	out, err := sink.Apply(ctx, p, del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace}
+	named, removal, err := sink.RemoveSecrets(ctx, p.Config, rec)
+	if err != nil || removal == "" {
+		t.Fatalf("RemoveSecrets: %q, %v", removal, err)
+	}
+	for i := range 3 {
+		if _, err := sink.Repo.Apply(ctx, gitrepo.Change{Files: map[string][]byte{"README.md": []byte(strings.Repeat("#", i+1))}, Subject: "readme"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := len(generator.SecretSuffixes)
+	for _, tc := range []struct {
+		name    string
+		history gitrepo.History
+		commit  string
+		secrets int
+	}{
+		{"the whole history", gitrepo.History{}, removal, len(named)},
+		{"a history that reaches it", gitrepo.History{Commits: 4}, removal, len(named)},
+		{"a history that does not", gitrepo.History{Commits: 2}, strings.TrimSpace(gitOut(t, dir, "rev-parse", "main~1")), all},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo, err := gitrepo.Open(ctx, gitrepo.Options{URL: "file://" + dir, History: tc.history,
+				Author: gitrepo.Signature{Name: "magnum-gitops", Email: "m@example.org"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			commit, secrets, err := reconciler.SecretsRemoval(ctx, repo, rec)
+			if err != nil || commit != tc.commit || len(secrets) != tc.secrets {
+				t.Errorf("SecretsRemoval = %s, %d Secrets, %v; want %s, %d", commit, len(secrets), err, tc.commit, tc.secrets)
 			}
 		})
 	}

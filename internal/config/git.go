@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -34,7 +35,25 @@ type Git struct {
 	SigningKeyFile string    `json:"signing_key_file,omitempty"`
 	MaxAttempts    int       `json:"max_attempts,omitempty"`
 	Review         GitReview `json:"review,omitempty"`
+	// History bounds the history the clone fetches, which is all serve reads back after a
+	// start; DefaultHistory when absent.
+	History *GitHistory `json:"history,omitempty"`
 }
+
+// GitHistory is the "git.history:" section (gitrepo.History): the newest commits of the
+// branch, more while the oldest is younger than since, up to max_commits. commits: 0 is
+// the whole history.
+type GitHistory struct {
+	Commits    int                `json:"commits"`
+	Since      generator.Duration `json:"since,omitempty"`
+	MaxCommits int                `json:"max_commits,omitempty"`
+}
+
+// DefaultHistory is what serve needs of the history after a start: the event ids a client
+// may still retry (the driver shim retries an event for 25 s at most), with a wide margin,
+// and the commits of the clusters' last operations, which Flux applied long before
+// anything older. MaxCommits is what the ledger reads back (reconciler.LedgerHistory).
+var DefaultHistory = GitHistory{Commits: 1000, Since: generator.Duration{Duration: 10 * time.Minute}, MaxCommits: 20000}
 
 // GitAuth is the "git.auth:" section: a user name, and files holding the password, token or
 // SSH key.
@@ -114,8 +133,10 @@ func (g *Git) Options() (gitrepo.Options, error) {
 			return gitrepo.Options{}, &v1alpha1.FieldError{Field: field, Message: "must not contain '<', '>' or control characters (they would corrupt the commit header)"}
 		}
 	}
+	h := cmp.Or(g.History, &DefaultHistory)
 	o := gitrepo.Options{URL: g.URL, Branch: g.Branch, CacheDir: g.CacheDir, MaxAttempts: g.MaxAttempts,
-		Author: gitrepo.Signature{Name: g.Author.Name, Email: g.Author.Email}, MaxBackoff: 10 * time.Second}
+		Author: gitrepo.Signature{Name: g.Author.Name, Email: g.Author.Email}, MaxBackoff: 10 * time.Second,
+		History: gitrepo.History{Commits: h.Commits, Since: h.Since.Duration, MaxCommits: h.MaxCommits}}
 	if o.Author.Name == "" {
 		o.Author = gitrepo.Signature{Name: "magnum-gitops", Email: "magnum-gitops@localhost"}
 	}
@@ -154,8 +175,15 @@ func (g *Git) Options() (gitrepo.Options, error) {
 		o.PullRequests = &forge.Gitea{BaseURL: gt.URL, Owner: gt.Owner, Repo: gt.Repo, Token: tok}
 	}
 	// Validate fills in defaults: it must run before o is copied into the return values.
-	err = o.Validate()
-	return o, err
+	if err := o.Validate(); err != nil {
+		// gitrepo names its options as this section does ("history: …"): say which section.
+		var named []error
+		for line := range strings.SplitSeq(err.Error(), "\n") {
+			named = append(named, errors.New("git."+line))
+		}
+		return o, Invalid(errors.Join(named...))
+	}
+	return o, nil
 }
 
 // Forge names a repository on a forge and the file holding its API token.

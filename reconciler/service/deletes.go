@@ -19,7 +19,7 @@ import (
 type removal struct {
 	rec     reconciler.ClusterRecord
 	secrets []string
-	commit  string // "" when the commit is out of reach: Flux applied it long ago
+	commit  string // Flux applies it before the Secrets go: the removal's, or a later commit (SecretsRemoval)
 }
 
 // deletes takes every deleted cluster through the phases of generator.DeletePhase, as far
