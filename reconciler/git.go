@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"text/template"
 	"time"
@@ -171,30 +170,6 @@ func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (strin
 		return "", &Error{Kind: KindInvalid, Step: "commit", Err: &v1alpha1.FieldError{Field: "git.review.branch_template", Message: fmt.Sprintf("renders to an empty branch name for event %q", ev.ID)}}
 	}
 	return b.String(), nil
-}
-
-// ResyncGroup is how many clusters a resync commits per push: enough that a new chart
-// version rolls through a fleet in few pushes, few enough that a batch's changes stay a
-// small part of serve's memory.
-const ResyncGroup = 100
-
-// Resync commits the resync of clusters: each one's record rendered again by the current
-// generator, one commit per cluster that moved, one push for all. Each plan gets its own
-// outcome and error; err is for a failure of the whole group, which pushed nothing.
-func (s *GitSink) Resync(ctx context.Context, p *Pipeline, plans []*Plan) ([]*Outcome, []error, error) {
-	outs := make([]*Outcome, len(plans))
-	errs := make([]error, len(plans))
-	var fns []planFunc
-	var index []int
-	for i, pl := range plans {
-		outs[i] = &Outcome{}
-		if pl.record == nil {
-			errs[i] = &Error{Kind: KindInvalid, Step: "commit", Err: errors.New("resync: a plan not made by ResyncPlans")}
-			continue
-		}
-		fns, index = append(fns, s.resyncPlan(p, pl, outs[i])), append(index, i)
-	}
-	return s.commitMembers(ctx, fns, index, outs, errs)
 }
 
 // resyncPlan plans a resync against a tree: only while the tree still holds the record

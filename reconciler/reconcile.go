@@ -30,7 +30,7 @@ type Reconciler struct {
 	Clusters *Clusters
 	// MaxGroup and MaxWait bound a group: clusters with at most MaxGroup operations
 	// together (one cluster at least), collected for at most MaxWait after the first one
-	// (defaults 100 and 20ms).
+	// (defaults DefaultMaxGroup and 20ms).
 	MaxGroup int
 	MaxWait  time.Duration
 	// GroupTimeout bounds a group's commits and push, retries included (default 2m): its
@@ -51,10 +51,15 @@ type Reconciler struct {
 	done    chan struct{}
 }
 
+// DefaultMaxGroup bounds a group's operations unless MaxGroup says otherwise: enough that a
+// burst, or a new chart version rolling through a fleet, costs few pushes; few enough that
+// a group's changes stay a small part of serve's memory.
+const DefaultMaxGroup = 100
+
 // Start prepares the reconciler; Run must then be called.
 func (r *Reconciler) Start() {
 	if r.MaxGroup <= 0 {
-		r.MaxGroup = 100
+		r.MaxGroup = DefaultMaxGroup
 	}
 	if r.MaxWait <= 0 {
 		r.MaxWait = 20 * time.Millisecond
@@ -87,6 +92,40 @@ func (r *Reconciler) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summ
 	case <-ctx.Done():
 		return Summarize(ev, nil, stepError("accept", ctx.Err()))
 	}
+}
+
+// Resync commits the resync of clusters (plans made by ResyncPlans), each an operation of
+// its cluster reconciled like an event, with the cluster's waiting events, MaxGroup to a
+// push. It waits for them all and returns each one's summary, in order; Run must be
+// running.
+func (r *Reconciler) Resync(ctx context.Context, plans []*Plan) []Summary {
+	sums := make([]Summary, len(plans))
+	ops := make([]*operation, len(plans))
+	for i, pl := range plans {
+		if pl.record == nil {
+			sums[i] = Summarize(pl.Event, nil, &Error{Kind: KindInvalid, Step: "commit", Err: errors.New("resync: a plan not made by ResyncPlans")})
+			continue
+		}
+		op := &operation{ctx: ctx, ev: pl.Event, resync: pl, at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
+		if !r.desired.put(op) {
+			sums[i] = Summarize(pl.Event, nil, ErrShuttingDown)
+			continue
+		}
+		ops[i] = op
+	}
+	for i, op := range ops {
+		if op == nil {
+			continue
+		}
+		select {
+		case sums[i] = <-op.answer:
+		case <-r.done:
+			sums[i] = <-op.answer
+		case <-ctx.Done():
+			sums[i] = Summarize(op.ev, nil, stepError("accept", ctx.Err()))
+		}
+	}
+	return sums
 }
 
 // Run reconciles the queued clusters until ctx ends: a group at a time, made of the
@@ -182,20 +221,30 @@ func (r *Reconciler) load(uuid string, member int, seen map[string]string) *scop
 // group's push. The deferred summary answers each operation's client.
 func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 	defer r.summarize(sc)
-	stats := GroupStats{Events: len(sc.ops)}
-	if r.Sink.ReviewBranch != "" {
-		// Each operation on a branch of its own: pushed, and answered, one by one.
+	var stats GroupStats
+	for _, op := range sc.ops {
+		if op.resync == nil {
+			stats.Events++
+		}
+	}
+	review := r.Sink.ReviewBranch != ""
+	if review {
+		// Each event on a branch of its own: pushed one by one. A resync goes to the
+		// branch, with the group.
 		r.commitForReview(ctx, sc, &stats)
-		_, _ = g.commit(ctx, sc.member, nil, stats)
-		return
 	}
 	var plans []planFunc
 	var index []int
 	for i, op := range sc.ops {
-		if sc.answered[i] {
+		if sc.answered[i] || review && op.resync == nil {
 			continue
 		}
 		sc.outs[i] = &Outcome{}
+		if op.resync != nil {
+			// Rendered by ResyncPlans; committed only while Git holds the record it read.
+			plans, index = append(plans, r.Sink.resyncPlan(r.Pipeline, op.resync, sc.outs[i])), append(index, i)
+			continue
+		}
 		res, err := r.render(ctx, op.ev, sc.outs[i])
 		if err != nil {
 			sc.errs[i] = err
@@ -227,7 +276,7 @@ func (r *Reconciler) render(ctx context.Context, ev *v1alpha1.ClusterEvent, out 
 // commitForReview commits each waiting operation to its own review branch.
 func (r *Reconciler) commitForReview(ctx context.Context, sc *scope, stats *GroupStats) {
 	for i, op := range sc.ops {
-		if sc.answered[i] {
+		if sc.answered[i] || op.resync != nil {
 			continue
 		}
 		out, err := r.Sink.Apply(ctx, r.Pipeline, op.ev)
@@ -249,7 +298,7 @@ func (r *Reconciler) summarize(sc *scope) {
 			continue
 		}
 		sum := Summarize(op.ev, sc.outs[i], sc.errs[i])
-		if sc.errs[i] == nil {
+		if sc.errs[i] == nil && op.resync == nil {
 			if r.Ledger != nil {
 				r.Ledger.Put(op.ev.ID, op.digest, sum)
 			}
@@ -266,6 +315,9 @@ func (r *Reconciler) summarize(sc *scope) {
 func (r *Reconciler) early(op *operation, seen map[string]string) (Summary, bool) {
 	if op.ctx.Err() != nil {
 		return Summarize(op.ev, nil, stepError("accept", op.ctx.Err())), true
+	}
+	if op.resync != nil {
+		return Summary{}, false // the record's event id is in the ledger: it is not a retry
 	}
 	if r.Ledger != nil {
 		if sum, ok, err := r.Ledger.Lookup(op.ev.ID, op.digest); err != nil {
@@ -286,7 +338,7 @@ func (r *Reconciler) early(op *operation, seen map[string]string) (Summary, bool
 }
 
 func (r *Reconciler) answer(op *operation, sum Summary) {
-	if r.Observe != nil {
+	if r.Observe != nil && op.resync == nil {
 		r.Observe(sum, time.Since(op.arrived))
 	}
 	op.answer <- sum

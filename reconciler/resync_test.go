@@ -1,7 +1,6 @@
 package reconciler_test
 
 import (
-	"cmp"
 	"context"
 	"path"
 	"slices"
@@ -68,7 +67,7 @@ func TestResync(t *testing.T) {
 		t.Errorf("planned %v, want only %s", got, hr)
 	}
 	out, err := resyncOne(ctx, sink, p, plans[0])
-	if err != nil || out.NoOp() {
+	if err != nil || out.NoOp {
 		t.Fatalf("committing the resync: %+v %v", out, err)
 	}
 	msg := gitOut(t, dir, "log", "-1", "--format=%B", "main")
@@ -156,7 +155,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 	}
 	head := gitOut(t, dir, "rev-parse", "main")
 	out, err := resyncOne(ctx, sink, upgraded, plans[0])
-	if err != nil || !out.NoOp() {
+	if err != nil || !out.NoOp {
 		t.Errorf("resync after a newer event: %+v %v; want no commit", out, err)
 	}
 	if now := gitOut(t, dir, "rev-parse", "main"); now != head {
@@ -171,7 +170,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("after the event: %d plans, %v", len(plans), err)
 	}
-	if out, err := resyncOne(ctx, sink, upgraded, plans[0]); err != nil || out.NoOp() {
+	if out, err := resyncOne(ctx, sink, upgraded, plans[0]); err != nil || out.NoOp {
 		t.Errorf("resync of the newer record: %+v %v", out, err)
 	}
 }
@@ -197,7 +196,7 @@ func TestResyncTornRead(t *testing.T) {
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("%d plans, %v", len(plans), err)
 	}
-	if out, err := resyncOne(ctx, sink, upgraded, plans[0]); err != nil || !out.NoOp() {
+	if out, err := resyncOne(ctx, sink, upgraded, plans[0]); err != nil || !out.NoOp {
 		t.Errorf("resync over a record that moved: %+v %v; want no commit", out, err)
 	}
 	record := path.Join(generator.ClusterDir(p.Config, plans[0].Result.Namespace, plans[0].Result.ReleaseName), reconciler.RecordFile)
@@ -332,26 +331,35 @@ func handEdit(t *testing.T, sink *reconciler.GitSink, file, from, to string) {
 	}
 }
 
-// resyncOne commits the resync of one cluster, its own error first.
-func resyncOne(ctx context.Context, sink *reconciler.GitSink, p *reconciler.Pipeline, pl *reconciler.Plan) (*reconciler.Outcome, error) {
-	outs, errs, err := sink.Resync(ctx, p, []*reconciler.Plan{pl})
-	return outs[0], cmp.Or(err, errs[0])
+// resync commits plans through a Reconciler, as serve and the resync command do.
+func resync(ctx context.Context, sink *reconciler.GitSink, p *reconciler.Pipeline, plans []*reconciler.Plan) []reconciler.Summary {
+	r := &reconciler.Reconciler{Pipeline: p, Sink: sink, MaxGroup: len(plans)}
+	r.Start()
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(rctx); close(done) }()
+	defer func() { stop(); <-done }()
+	return r.Resync(ctx, plans)
+}
+
+// resyncOne commits the resync of one cluster.
+func resyncOne(ctx context.Context, sink *reconciler.GitSink, p *reconciler.Pipeline, pl *reconciler.Plan) (reconciler.Summary, error) {
+	sum := resync(ctx, sink, p, []*reconciler.Plan{pl})[0]
+	err := sum.Err()
+	return sum, err
 }
 
 // resyncAll commits the resync of every plan as one group: a commit of its own for each
 // cluster that still moves once the ones before it in the group are committed.
 func resyncAll(t *testing.T, sink *reconciler.GitSink, p *reconciler.Pipeline, plans []*reconciler.Plan) {
 	t.Helper()
-	outs, errs, err := sink.Resync(context.Background(), p, plans)
-	if err != nil {
-		t.Fatal(err)
-	}
 	commits := map[string]string{}
-	for i, pl := range plans {
-		if errs[i] != nil {
-			t.Fatalf("%s: %v", pl.Result.ReleaseName, errs[i])
+	for i, sum := range resync(context.Background(), sink, p, plans) {
+		pl := plans[i]
+		if sum.Err() != nil {
+			t.Fatalf("%s: %v", pl.Result.ReleaseName, sum.Err())
 		}
-		if c := outs[i].Commit; c != "" {
+		if c := sum.Revision; c != "" {
 			if other, ok := commits[c]; ok {
 				t.Errorf("%s and %s share commit %s", other, pl.Result.ReleaseName, c)
 			}

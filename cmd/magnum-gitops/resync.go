@@ -51,38 +51,38 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 	if err != nil {
 		return err
 	}
-	for start := 0; start < len(plans); start += reconciler.ResyncGroup {
-		group := plans[start:min(start+reconciler.ResyncGroup, len(plans))]
-		if dryRun {
-			for _, pl := range group {
-				fmt.Fprintf(stdout, "# %s\n", pl.Commit.Subject)
-				if err := pl.WriteDiff(stdout); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		outs, errs, err := sink.Resync(ctx, p, group)
-		if err != nil {
-			return err
-		}
-		var failed error // the group's others were pushed: say so before stopping
-		for i, pl := range group {
-			switch {
-			case errs[i] != nil:
-				failed = cmp.Or(failed, errs[i])
-			case !outs[i].NoOp():
-				fmt.Fprintf(stderr, "%s %s\n", outs[i].Commit[:10], pl.Commit.Subject)
-			}
-		}
-		if failed != nil {
-			return failed
-		}
-	}
 	if dryRun {
+		for _, pl := range plans {
+			fmt.Fprintf(stdout, "# %s\n", pl.Commit.Subject)
+			if err := pl.WriteDiff(stdout); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintf(stderr, "%d clusters would change\n", len(plans))
-	} else {
-		fmt.Fprintf(stderr, "%d clusters changed\n", len(plans))
+		return nil
 	}
+	// The reconciler serve runs, with nothing but the resync to commit: groups of
+	// reconciler.DefaultMaxGroup clusters, one push each.
+	r := &reconciler.Reconciler{Pipeline: p, Sink: sink}
+	r.Start()
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(rctx); close(done) }()
+	sums := r.Resync(ctx, plans)
+	stop()
+	<-done
+	var failed error // the others were pushed: say so before failing
+	for i, sum := range sums {
+		switch {
+		case sum.Err() != nil:
+			failed = cmp.Or(failed, sum.Err())
+		case !sum.NoOp:
+			fmt.Fprintf(stderr, "%s %s\n", sum.Revision[:10], plans[i].Commit.Subject)
+		}
+	}
+	if failed != nil {
+		return failed
+	}
+	fmt.Fprintf(stderr, "%d clusters changed\n", len(plans))
 	return nil
 }

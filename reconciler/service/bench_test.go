@@ -489,7 +489,8 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 
 // BenchmarkResyncCommit: a new version moves the HelmRelease of every one of 1,000
 // clusters (here a longer Flux timeout), and resync commits them all: one commit per
-// cluster, reconciler.ResyncGroup of them to a push. One op is the whole resync's commits.
+// cluster, reconciler.DefaultMaxGroup of them to a push, through the Reconciler serve runs.
+// One op is the whole resync's commits.
 func BenchmarkResyncCommit(b *testing.B) {
 	ctx := context.Background()
 	cfg := generator.DefaultConfig()
@@ -506,20 +507,21 @@ func BenchmarkResyncCommit(b *testing.B) {
 		if err != nil || len(plans) != clusters {
 			b.Fatalf("%d clusters would change, %v; want %d", len(plans), err, clusters)
 		}
-		sink := &reconciler.GitSink{Repo: repo}
+		r := &reconciler.Reconciler{Pipeline: p, Sink: &reconciler.GitSink{Repo: repo}}
+		r.Start()
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { r.Run(rctx); close(done) }()
 		b.StartTimer()
-		for start := 0; start < len(plans); start += reconciler.ResyncGroup {
-			group := plans[start:min(start+reconciler.ResyncGroup, len(plans))]
-			outs, errs, err := sink.Resync(ctx, p, group)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := range group {
-				if errs[i] != nil || outs[i].NoOp() {
-					b.Fatalf("%+v %v", outs[i], errs[i])
-				}
+		for _, sum := range r.Resync(ctx, plans) {
+			if sum.Err() != nil || sum.NoOp {
+				b.Fatalf("%+v", sum)
 			}
 		}
+		b.StopTimer()
+		stop()
+		<-done
+		b.StartTimer()
 	}
 	b.ReportMetric(float64(clusters*b.N)/b.Elapsed().Seconds(), "clusters/s")
 }

@@ -159,10 +159,11 @@ func (r *reconcileRequester) patch(ctx context.Context, t types.NamespacedName) 
 	return nil
 }
 
-// observe records an answered event and, after a pushed commit, asks Flux to fetch it.
-// Commits to a review branch wait for their merge instead, and a retried event (answered
-// from the ledger with the commit it was first answered with) asks nothing again.
-func (s *Service) observe(sum reconciler.Summary, took time.Duration) {
+// answered is what follows an answered event: it is counted and, after a pushed commit,
+// Flux is asked to fetch it. Commits to a review branch wait for their merge instead, and
+// a retried event (answered from the ledger with the commit it was first answered with)
+// asks nothing again.
+func (s *Service) answered(sum reconciler.Summary, took time.Duration) {
 	s.m.observe(sum, took)
 	if sum.Outcome == reconciler.OutcomeCommitted && sum.Revision != "" && sum.PullRequestURL == "" &&
 		s.requester.newRevision(sum.Revision+"/"+sum.Namespace) {

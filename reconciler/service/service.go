@@ -187,7 +187,7 @@ func (s *Service) run(ctx context.Context) error {
 	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
 
 	s.reconciler = &reconciler.Reconciler{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
-		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.observe, ObserveGroup: s.observeGroup}
+		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.answered, ObserveGroup: s.observeGroup}
 	s.reconciler.Start()
 	if o.Poller != nil {
 		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.reconciler.Submit
@@ -571,21 +571,13 @@ func (s *Service) resync(ctx context.Context) {
 		return
 	}
 	commits := 0
-	for start := 0; start < len(plans); start += reconciler.ResyncGroup {
-		group := plans[start:min(start+reconciler.ResyncGroup, len(plans))]
-		outs, errs, err := s.o.Sink.Resync(ctx, s.o.Pipeline, group)
-		if err != nil {
-			s.o.Log.Error("resync commit", "clusters", len(group), "error", err)
-			continue
-		}
-		for i, pl := range group {
-			switch {
-			case errs[i] != nil:
-				s.o.Log.Error("resync commit", "stack_id", pl.Result.ReleaseName, "error", errs[i])
-			case !outs[i].NoOp():
-				commits++
-				s.requester.request(pl.Result.Namespace, pl.Paths())
-			}
+	for i, sum := range s.reconciler.Resync(ctx, plans) {
+		switch {
+		case sum.Err() != nil:
+			s.o.Log.Error("resync commit", "stack_id", plans[i].Result.ReleaseName, "error", sum.Err())
+		case !sum.NoOp:
+			commits++
+			s.requester.request(sum.Namespace, sum.Paths)
 		}
 	}
 	s.m.resync.Observe(time.Since(start).Seconds())

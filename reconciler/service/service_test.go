@@ -368,3 +368,47 @@ func TestBadRequests(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestResyncAtStart: a service started with settings that render a cluster differently
+// commits the cluster's resync through its reconciler, one commit marked Magnum-Resync,
+// and counts it as no event; a restart with the same settings commits nothing more.
+func TestResyncAtStart(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	if code, ans := h.post(clusterEvent(t, 0, 1)); code != http.StatusOK {
+		t.Fatalf("create: %d %v", code, ans)
+	}
+	upgrade := func(o *service.Options) {
+		cfg := *o.Pipeline.Config
+		cfg.Flux.Timeout.Duration += 2 * time.Minute
+		o.Pipeline.Config = &cfg
+	}
+	dir := h.git.Dir(h.repo)
+	for _, want := range []int{1, 1} { // resync commits after the upgrade, then none after a restart
+		h.restart(upgrade)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			values, err := scrape(h.url)
+			if err == nil && values["magnum_gitops_resync_duration_seconds_count"] > 0 {
+				var events float64
+				for name, v := range values {
+					if strings.HasPrefix(name, "magnum_gitops_events_total{") {
+						events += v
+					}
+				}
+				if events != 0 {
+					t.Errorf("the resync counted as %v events", events)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no resync at start")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		resyncs := strings.Fields(h.git.Git(dir, "log", "--format=%H", "--grep", "^"+reconciler.TrailerResync+": true", "main"))
+		if len(resyncs) != want {
+			t.Fatalf("%d resync commits, want %d:\n%s", len(resyncs), want, h.git.Git(dir, "log", "--format=%h %s", "main"))
+		}
+	}
+}
