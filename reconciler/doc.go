@@ -4,7 +4,8 @@
 //	decode → resolve → render → encode Secrets → diff against the repository → commit → push
 //
 // Reconciler is the service's loop, in the shape of a Flux or Cluster API controller:
-// event sources record a cluster's operation and queue its UUID; Reconcile loads the
+// event sources (the HTTP API, the Magnum poller, resync) record a cluster's operation
+// and queue its UUID; Reconcile loads the
 // cluster's scope (its operations waiting for Git) in a prologue, runs the steps in order
 // and summarises once, in a deferred step, into each operation's answer. The clusters
 // reconciled together commit as one chain with one push.
