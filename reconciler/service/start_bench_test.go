@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,7 +182,7 @@ func TestServeStartChild(t *testing.T) {
 		done <- service.Run(ctx, service.Options{
 			Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}},
 			Sink:     &reconciler.GitSink{Repo: repo}, Listen: "127.0.0.1:0", Tokens: httpapi.Tokens{[]byte(token)},
-			Ready: ready, Log: discardLogger(),
+			Ready: ready, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
 	}()
 	var url string
@@ -192,8 +193,10 @@ func TestServeStartChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("LISTENING %.0f\n", peakRSS(t))
-	for !resynced(url) {
-		time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Minute); !resynced(url); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no resync within 10 minutes")
+		}
 	}
 	fmt.Printf("RESYNCED %.0f\n", peakRSS(t))
 	cancel()
