@@ -229,8 +229,8 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 	}
 	review := r.Sink.ReviewBranch != ""
 	if review {
-		// Each event on a branch of its own: pushed one by one. A resync goes to the
-		// branch, with the group.
+		// Each event on a branch of its own, pushed one by one. A resync goes to the
+		// configured branch, in the group's push.
 		r.commitForReview(ctx, sc, &stats)
 	}
 	var plans []planFunc
