@@ -13,6 +13,19 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
+// deleted is created with the cluster's delete_cluster event committed: the delete's first
+// phase, and the record its later commits are made for.
+func deleted(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink, string, reconciler.ClusterRecord) {
+	t.Helper()
+	p, sink, dir := created(t)
+	del := event(t, "08-prod-a-delete.yaml")
+	out, err := sink.Apply(context.Background(), p, del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, sink, dir, reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace}
+}
+
 // TestDeleteCommitsFollowTheHead: the delete's later commits are built on the head they
 // are pushed on. When an operator reverts the delete_cluster commit (the HelmRelease comes
 // back, and the cluster it recreates needs its Secrets), neither RemoveSecrets nor
@@ -31,13 +44,7 @@ func TestDeleteCommitsFollowTheHead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			p, sink, dir := created(t)
-			del := event(t, "08-prod-a-delete.yaml")
-			out, err := sink.Apply(ctx, p, del)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace}
+			p, sink, dir, rec := deleted(t)
 			clusterDir := generator.ClusterDir(p.Config, rec.Namespace, rec.StackID)
 			if tc.revert {
 				work := filepath.Join(t.TempDir(), "work")
@@ -96,13 +103,7 @@ func TestDeleteCommitsFollowTheHead(t *testing.T) {
 func TestSecretsRemoval(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p, sink, dir := created(t)
-	del := event(t, "08-prod-a-delete.yaml")
-	out, err := sink.Apply(ctx, p, del)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace}
+	p, sink, dir, rec := deleted(t)
 	named, removal, err := sink.RemoveSecrets(ctx, p.Config, rec)
 	if err != nil || removal == "" {
 		t.Fatalf("RemoveSecrets: %q, %v", removal, err)
