@@ -64,8 +64,15 @@ func (s *Snapshot) Walk(ctx context.Context, fn func(c CommitInfo) error) error 
 			return err
 		}
 		var c *object.Commit
-		err := r.locked(func() (err error) { c, err = object.GetCommit(r.store, h); return r.noteDamage(err) })
-		if errors.Is(err, plumbing.ErrObjectNotFound) && slices.Contains(shallow, child) {
+		var beyond bool
+		err := r.locked(func() (err error) {
+			c, err = object.GetCommit(r.store, h)
+			if beyond = errors.Is(err, plumbing.ErrObjectNotFound) && slices.Contains(shallow, child); beyond {
+				return nil // not damage: a shallow clone does not hold it
+			}
+			return r.noteDamage(err)
+		})
+		if beyond {
 			return nil // the history goes on beyond what the clone holds
 		}
 		if err != nil {

@@ -113,6 +113,8 @@ func TestWalkShallow(t *testing.T) {
 
 	o := testOptions(url)
 	o.History = gitrepo.History{Commits: 5}
+	var warned []string // a walk that ends at the boundary has found no damage
+	o.Warn = func(msg string) { warned = append(warned, msg) }
 	r := open(t, o)
 	walk := func() []string {
 		t.Helper()
@@ -150,4 +152,7 @@ func TestWalkShallow(t *testing.T) {
 		t.Errorf("walk after a push and a fetch (-want +got):\n%s", diff)
 	}
 	git(t, s.dir("shallow"), "fsck", "--strict")
+	if len(warned) > 0 {
+		t.Errorf("the shallow clone was taken for damaged: %q", warned)
+	}
 }
