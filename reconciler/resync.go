@@ -1,14 +1,15 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"path"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -19,13 +20,29 @@ import (
 // TrailerResync marks a commit made by resync rather than by an event.
 const TrailerResync = "Magnum-Resync"
 
-// ResyncPlans renders every cluster of the repository again from its record and returns
-// the plans that would change something: after an upgrade of magnum-gitops, one
-// reviewable change per cluster whose output moved. Secrets are not in the records, so
-// they are never re-encrypted; the cluster directories keep listing them. progress, when
-// set, is called after each cluster with the count done and the total, by one goroutine
-// at a time (clusters are rendered in parallel).
-func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress func(done, total int)) ([]*Plan, error) {
+// ResyncOptions says what ResyncPlans hands its plans to.
+type ResyncOptions struct {
+	// Commit takes the plans that change something, at most Batch at a time, in record
+	// order, one batch at a time. The next batch renders while it runs, so that a resync
+	// holds at most about three batches of renderings however many clusters move. An
+	// error stops the resync.
+	Commit func(ctx context.Context, plans []*Plan) error
+	// Batch bounds the plans of one Commit call (DefaultMaxGroup when 0): a push's worth.
+	Batch int
+	// Progress, when set, is called after each Batch of clusters rendered with the count
+	// done and the total.
+	Progress func(done, total int)
+}
+
+// ResyncPlans renders every cluster of the repository again from its record and hands
+// the plans that would change something to o.Commit: after an upgrade of magnum-gitops,
+// one reviewable change per cluster whose output moved. Secrets are not in the records,
+// so they are never re-encrypted; the cluster directories keep listing them.
+func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, o ResyncOptions) error {
+	if o.Commit == nil {
+		return &Error{Kind: KindInvalid, Step: "resync", Err: errors.New("no Commit to hand the plans to")}
+	}
+	batch := cmp.Or(o.Batch, DefaultMaxGroup)
 	// Every cluster is read from one commit: the branch moves while resync renders (events
 	// land), and a record read at one head with a plan diffed at another would let an old
 	// event pass for the current one.
@@ -34,7 +51,7 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress fu
 	}); ok {
 		snap, err := r.Snapshot()
 		if err != nil {
-			return nil, stepError("read", err)
+			return stepError("read", err)
 		}
 		repo = snap
 	}
@@ -44,18 +61,64 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress fu
 	// are written resolved, so the tree and the settings decide the plan.
 	hashes, settings, err := p.settledGate(repo)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	records, err := p.records(repo, hashes)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Clusters are independent: render them on every CPU, keep the plans in record order.
+	// The committer holds one batch, the renderer fills the next and waits to hand it
+	// over: an unbuffered channel is what bounds the renderings held.
+	batches := make(chan []*Plan)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		for plans := range batches {
+			if err := o.Commit(gctx, plans); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	g.Go(func() error {
+		defer close(batches)
+		send := func(plans []*Plan) error {
+			select {
+			case batches <- plans:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		var pending []*Plan
+		for start := 0; start < len(records); start += batch {
+			window := records[start:min(start+batch, len(records))]
+			plans, err := p.resyncWindow(gctx, repo, window, hashes, settings)
+			if err != nil {
+				return err
+			}
+			if o.Progress != nil {
+				o.Progress(start+len(window), len(records))
+			}
+			pending = append(pending, plans...)
+			for len(pending) >= batch {
+				if err := send(slices.Clone(pending[:batch])); err != nil {
+					return err
+				}
+				pending = slices.Delete(pending, 0, batch)
+			}
+		}
+		if len(pending) > 0 {
+			return send(pending)
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// resyncWindow renders the clusters of records side by side, on every CPU, and returns
+// the plans that change something, in record order.
+func (p *Pipeline) resyncWindow(ctx context.Context, repo FileLister, records []string, hashes map[string]string, settings [sha256.Size]byte) ([]*Plan, error) {
 	plans := make([]*Plan, len(records))
-	var (
-		mu   sync.Mutex // progress is called by one goroutine at a time
-		done int
-	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, f := range records {
@@ -64,27 +127,14 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, progress fu
 				return err
 			}
 			pl, err := p.resyncOne(gctx, repo, f, hashes, settings)
-			if err != nil {
-				return err
-			}
 			plans[i] = pl
-			if progress != nil {
-				mu.Lock()
-				done++
-				progress(done, len(records))
-				mu.Unlock()
-			}
-			return nil
+			return err
 		})
 	}
-	err = g.Wait()
-	var out []*Plan
-	for _, pl := range plans {
-		if pl != nil {
-			out = append(out, pl)
-		}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
-	return out, err
+	return slices.DeleteFunc(plans, func(pl *Plan) bool { return pl == nil }), nil
 }
 
 // records lists the record files under the Flux path: from hashes when the gate walked

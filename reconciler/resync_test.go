@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"errors"
 	"path"
 	"slices"
 	"strings"
@@ -31,13 +32,17 @@ func TestResync(t *testing.T) {
 
 	var mu sync.Mutex
 	var calls []int
-	plans, err := p.ResyncPlans(ctx, sink.Repo, func(done, total int) {
-		mu.Lock()
-		defer mu.Unlock()
-		calls = append(calls, done)
-		if total != 4 {
-			t.Errorf("progress total %d, want 4 clusters", total)
-		}
+	var plans []*reconciler.Plan
+	err := p.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Batch: 1,
+		Progress: func(done, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, done)
+			if total != 4 {
+				t.Errorf("progress total %d, want 4 clusters", total)
+			}
+		},
+		Commit: func(_ context.Context, pl []*reconciler.Plan) error { plans = append(plans, pl...); return nil },
 	})
 	if err != nil || len(plans) != 0 {
 		t.Fatalf("unchanged repository: %d plans, %v; want none", len(plans), err)
@@ -59,7 +64,7 @@ func TestResync(t *testing.T) {
 	if _, err := sink.Repo.Apply(ctx, gitrepo.Change{Subject: "hand edit", Files: map[string][]byte{hr: []byte(edited)}}); err != nil {
 		t.Fatal(err)
 	}
-	plans, err = p.ResyncPlans(ctx, sink.Repo, nil)
+	plans, err = resyncPlans(ctx, p, sink.Repo)
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("after a hand edit: %d plans, %v; want 1", len(plans), err)
 	}
@@ -88,7 +93,7 @@ func TestResync(t *testing.T) {
 	cfg.Flux.Timeout = generator.Duration{Duration: 7 * time.Minute}
 	upgraded := *p
 	upgraded.Config = &cfg
-	plans, err = upgraded.ResyncPlans(ctx, sink.Repo, nil)
+	plans, err = resyncPlans(ctx, &upgraded, sink.Repo)
 	if err != nil || len(plans) != 4 {
 		t.Fatalf("after the upgrade: %d plans, %v; want 4", len(plans), err)
 	}
@@ -100,7 +105,7 @@ func TestResync(t *testing.T) {
 		}
 	}
 	resyncAll(t, sink, &upgraded, plans)
-	if plans, err := upgraded.ResyncPlans(ctx, sink.Repo, nil); err != nil || len(plans) != 0 {
+	if plans, err := resyncPlans(ctx, &upgraded, sink.Repo); err != nil || len(plans) != 0 {
 		t.Errorf("after committing the resync: %d plans, %v; want none", len(plans), err)
 	}
 	if got := commits() - before; got != 1+1+4 {
@@ -113,7 +118,7 @@ func TestResync(t *testing.T) {
 	layout.Flux.Layout, layout.Flux.Git.URL = generator.LayoutPerNamespace, "https://git.example.org/cloud/magnum-clusters.git"
 	perNS := upgraded
 	perNS.Config = &layout
-	plans, err = perNS.ResyncPlans(ctx, sink.Repo, nil)
+	plans, err = resyncPlans(ctx, &perNS, sink.Repo)
 	if err != nil || len(plans) == 0 {
 		t.Fatalf("switching the layout: %d plans, %v", len(plans), err)
 	}
@@ -130,7 +135,7 @@ func TestResync(t *testing.T) {
 	if len(written) != 2*2 { // two projects among the fixtures
 		t.Errorf("switching the layout wrote %d files, want a GitRepository and a Kustomization for each of 2 namespaces: %v", len(written), written)
 	}
-	if plans, err := perNS.ResyncPlans(ctx, sink.Repo, nil); err != nil || len(plans) != 0 {
+	if plans, err := resyncPlans(ctx, &perNS, sink.Repo); err != nil || len(plans) != 0 {
 		t.Errorf("after the layout's resync: %d plans, %v; want none", len(plans), err)
 	}
 	gitOut(t, dir, "fsck", "--strict")
@@ -143,7 +148,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 	p, sink, dir := created(t)
 	ctx := context.Background()
 	upgraded := upgrade(p)
-	plans, err := upgraded.ResyncPlans(ctx, sink.Repo, nil)
+	plans, err := resyncPlans(ctx, upgraded, sink.Repo)
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("%d plans, %v; want 1", len(plans), err)
 	}
@@ -166,7 +171,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 		t.Errorf("the record lost the newer event:\n%s", got)
 	}
 	// The next resync renders the newer record.
-	plans, err = upgraded.ResyncPlans(ctx, sink.Repo, nil)
+	plans, err = resyncPlans(ctx, upgraded, sink.Repo)
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("after the event: %d plans, %v", len(plans), err)
 	}
@@ -192,7 +197,7 @@ func TestResyncTornRead(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	plans, err := upgraded.ResyncPlans(ctx, torn, nil)
+	plans, err := resyncPlans(ctx, upgraded, torn)
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("%d plans, %v", len(plans), err)
 	}
@@ -224,6 +229,100 @@ func (r *tornLister) ReadFile(p string) ([]byte, bool, error) {
 }
 func (r *tornLister) ListDir(dir string) ([]string, error)   { return r.repo.ListDir(dir) }
 func (r *tornLister) ListFiles(dir string) ([]string, error) { return r.repo.ListFiles(dir) }
+
+// resyncPlans collects every plan of a resync.
+func resyncPlans(ctx context.Context, p *reconciler.Pipeline, repo reconciler.FileLister) ([]*reconciler.Plan, error) {
+	var plans []*reconciler.Plan
+	err := p.ResyncPlans(ctx, repo, reconciler.ResyncOptions{Commit: func(_ context.Context, pl []*reconciler.Plan) error {
+		plans = append(plans, pl...)
+		return nil
+	}})
+	return plans, err
+}
+
+// TestResyncBatches: ResyncPlans hands the plans over in batches of at most Batch, in
+// record order (the same for any batch), while it renders: when the k-th batch is handed over, at most k+1
+// batches' clusters are rendered, whatever the total. A Commit that fails stops it.
+func TestResyncBatches(t *testing.T) {
+	t.Parallel()
+	p, sink, _ := committer(t)
+	ctx := context.Background()
+	for _, n := range []string{"01-prod-a-create.yaml", "17-keystone-auth.yaml", "18-ovn-allowed-cidrs-chart-0.24.yaml", "25-flatcar-cilium.yaml"} {
+		if _, err := sink.Apply(ctx, p, event(t, n)); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	upgraded := upgrade(p)
+	all, err := resyncPlans(ctx, upgraded, sink.Repo)
+	if err != nil || len(all) != 4 {
+		t.Fatalf("%d plans, %v; want 4", len(all), err)
+	}
+	var order []string
+	for _, pl := range all {
+		order = append(order, pl.Result.ReleaseName)
+	}
+	failed := errors.New("push refused")
+	for _, tc := range []struct {
+		name    string
+		batch   int
+		failAt  int   // the Commit call that fails (1-based); 0: none
+		batches []int // sizes of the batches handed over
+	}{
+		{name: "one at a time", batch: 1, batches: []int{1, 1, 1, 1}},
+		{name: "three to a batch", batch: 3, batches: []int{3, 1}},
+		{name: "the default", batches: []int{4}},
+		{name: "a Commit fails", batch: 1, failAt: 1, batches: []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				mu      sync.Mutex
+				done    int
+				got     []string
+				batches []int
+			)
+			rendered := sync.NewCond(&mu)
+			err := upgraded.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Batch: tc.batch,
+				Progress: func(d, _ int) { mu.Lock(); done = d; rendered.Broadcast(); mu.Unlock() },
+				Commit: func(_ context.Context, plans []*reconciler.Plan) error {
+					batches = append(batches, len(plans))
+					if k := len(batches); tc.batch > 0 {
+						// While batch k commits, the next one renders and waits: the
+						// renderings held are bounded when it has.
+						bound := min((k+1)*tc.batch, len(all))
+						mu.Lock()
+						for done < bound {
+							rendered.Wait()
+						}
+						if done > bound {
+							t.Errorf("batch %d committing with %d clusters rendered; want at most %d", k, done, bound)
+						}
+						mu.Unlock()
+					}
+					for _, pl := range plans {
+						got = append(got, pl.Result.ReleaseName)
+					}
+					if len(batches) == tc.failAt {
+						return failed
+					}
+					return nil
+				},
+			})
+			if tc.failAt > 0 {
+				if !errors.Is(err, failed) {
+					t.Errorf("error %v, want the Commit's", err)
+				}
+			} else if err != nil || !slices.Equal(got, order) {
+				t.Errorf("plans %v, %v; want %v", got, err, order)
+			}
+			if !slices.Equal(batches, tc.batches) {
+				t.Errorf("batches %v, want %v", batches, tc.batches)
+			}
+		})
+	}
+	if err := upgraded.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{}); reconciler.KindOf(err) != reconciler.KindInvalid {
+		t.Errorf("no Commit: %v, want an invalid call", err)
+	}
+}
 
 // upgrade is p as a newer magnum-gitops that renders every HelmRelease differently.
 func upgrade(p *reconciler.Pipeline) *reconciler.Pipeline {
@@ -295,7 +394,7 @@ func TestResyncSkipsSettledClusters(t *testing.T) {
 					t.Fatal(err)
 				}
 				c := &countingSnapshot{Snapshot: snap, records: map[string]bool{}}
-				pl, err := p.ResyncPlans(ctx, c, nil)
+				pl, err := resyncPlans(ctx, p, c)
 				if err != nil {
 					t.Fatal(err)
 				}

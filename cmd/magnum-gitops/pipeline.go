@@ -43,3 +43,15 @@ func gitSink(ctx context.Context, f *config.File) (*reconciler.GitSink, error) {
 	}
 	return &reconciler.GitSink{Repo: repo, ReviewBranch: f.Git.Review.BranchTemplate}, nil
 }
+
+// runReconciler starts the reconciler serve runs, for a command that commits several
+// clusters: maxGroup of them to a push (reconciler.DefaultMaxGroup when 0). stop waits
+// for it to finish the group in hand.
+func runReconciler(ctx context.Context, p *reconciler.Pipeline, sink *reconciler.GitSink, maxGroup int) (r *reconciler.Reconciler, stop func()) {
+	r = &reconciler.Reconciler{Pipeline: p, Sink: sink, MaxGroup: maxGroup}
+	r.Start()
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(rctx); close(done) }()
+	return r, func() { cancel(); <-done }
+}

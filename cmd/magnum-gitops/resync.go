@@ -47,42 +47,45 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 	if err != nil {
 		return err
 	}
-	plans, err := p.ResyncPlans(ctx, sink.Repo, nil)
-	if err != nil {
-		return err
-	}
 	if dryRun {
-		for _, pl := range plans {
-			fmt.Fprintf(stdout, "# %s\n", pl.Commit.Subject)
-			if err := pl.WriteDiff(stdout); err != nil {
-				return err
+		changed := 0
+		err := p.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Commit: func(_ context.Context, plans []*reconciler.Plan) error {
+			for _, pl := range plans {
+				fmt.Fprintf(stdout, "# %s\n", pl.Commit.Subject)
+				if err := pl.WriteDiff(stdout); err != nil {
+					return err
+				}
 			}
+			changed += len(plans)
+			return nil
+		}})
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(stderr, "%d clusters would change\n", len(plans))
+		fmt.Fprintf(stderr, "%d clusters would change\n", changed)
 		return nil
 	}
-	// The reconciler serve runs, with nothing but the resync to commit: groups of
-	// reconciler.DefaultMaxGroup clusters, one push each.
-	r := &reconciler.Reconciler{Pipeline: p, Sink: sink}
-	r.Start()
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { r.Run(rctx); close(done) }()
-	sums := r.Resync(ctx, plans)
-	stop()
-	<-done
+	// Batches of reconciler.DefaultMaxGroup clusters, one push each, the next rendered
+	// meanwhile.
+	r, stop := runReconciler(ctx, p, sink, 0)
+	changed := 0
 	var failed error // the others were pushed: say so before failing
-	for i, sum := range sums {
-		switch {
-		case sum.Err() != nil:
-			failed = cmp.Or(failed, sum.Err())
-		case !sum.NoOp:
-			fmt.Fprintf(stderr, "%s %s\n", sum.Revision[:10], plans[i].Commit.Subject)
+	err = p.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Commit: func(ctx context.Context, plans []*reconciler.Plan) error {
+		for i, sum := range r.Resync(ctx, plans) {
+			switch {
+			case sum.Err() != nil:
+				failed = cmp.Or(failed, sum.Err())
+			case !sum.NoOp:
+				changed++
+				fmt.Fprintf(stderr, "%s %s\n", sum.Revision[:10], plans[i].Commit.Subject)
+			}
 		}
+		return ctx.Err()
+	}})
+	stop()
+	if err := cmp.Or(err, failed); err != nil {
+		return err
 	}
-	if failed != nil {
-		return failed
-	}
-	fmt.Fprintf(stderr, "%d clusters changed\n", len(plans))
+	fmt.Fprintf(stderr, "%d clusters changed\n", changed)
 	return nil
 }

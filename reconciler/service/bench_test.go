@@ -430,7 +430,7 @@ func BenchmarkResync(b *testing.B) {
 		b.Run(keep.name, func(b *testing.B) {
 			p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}}
 			if keep.gate {
-				if _, err := p.ResyncPlans(context.Background(), repo, nil); err != nil {
+				if _, err := resyncPlans(context.Background(), p, repo); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -442,7 +442,7 @@ func BenchmarkResync(b *testing.B) {
 					p.Gate = &reconciler.Gate{}
 					b.StartTimer()
 				}
-				plans, err := p.ResyncPlans(context.Background(), repo, nil)
+				plans, err := resyncPlans(context.Background(), p, repo)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -487,6 +487,16 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
 
+// resyncPlans collects every plan of a resync.
+func resyncPlans(ctx context.Context, p *reconciler.Pipeline, repo reconciler.FileLister) ([]*reconciler.Plan, error) {
+	var plans []*reconciler.Plan
+	err := p.ResyncPlans(ctx, repo, reconciler.ResyncOptions{Commit: func(_ context.Context, pl []*reconciler.Plan) error {
+		plans = append(plans, pl...)
+		return nil
+	}})
+	return plans, err
+}
+
 // BenchmarkResyncCommit: a new version moves the HelmRelease of every one of 1,000
 // clusters (here a longer Flux timeout), and resync commits them all: one commit per
 // cluster, reconciler.DefaultMaxGroup of them to a push, through the Reconciler serve runs.
@@ -503,7 +513,7 @@ func BenchmarkResyncCommit(b *testing.B) {
 			b.Fatal(err)
 		}
 		p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}}
-		plans, err := p.ResyncPlans(ctx, repo, nil)
+		plans, err := resyncPlans(ctx, p, repo)
 		if err != nil || len(plans) != clusters {
 			b.Fatalf("%d clusters would change, %v; want %d", len(plans), err, clusters)
 		}

@@ -560,25 +560,31 @@ func (s *Service) remember(uuid string, r status.Report) {
 func (s *Service) resync(ctx context.Context) {
 	start := time.Now()
 	last := time.Now()
-	plans, err := s.o.Pipeline.ResyncPlans(ctx, s.o.Sink.Repo, func(done, total int) {
-		if time.Since(last) > 5*time.Second || done == total {
-			last = time.Now()
-			s.o.Log.Info("resync", "done", done, "total", total, "rate", float64(done)/time.Since(start).Seconds())
-		}
+	commits := 0
+	err := s.o.Pipeline.ResyncPlans(ctx, s.o.Sink.Repo, reconciler.ResyncOptions{
+		Batch: s.reconciler.MaxGroup,
+		Progress: func(done, total int) {
+			if time.Since(last) > 5*time.Second || done == total {
+				last = time.Now()
+				s.o.Log.Info("resync", "done", done, "total", total, "rate", float64(done)/time.Since(start).Seconds())
+			}
+		},
+		Commit: func(ctx context.Context, plans []*reconciler.Plan) error {
+			for i, sum := range s.reconciler.Resync(ctx, plans) {
+				switch {
+				case sum.Err() != nil:
+					s.o.Log.Error("resync commit", "stack_id", plans[i].Result.ReleaseName, "error", sum.Err())
+				case !sum.NoOp:
+					commits++
+					s.requester.request(sum.Namespace, sum.Paths)
+				}
+			}
+			return ctx.Err()
+		},
 	})
 	if err != nil {
-		s.o.Log.Error("resync", "error", err)
+		s.o.Log.Error("resync", "error", err, "changed", commits)
 		return
-	}
-	commits := 0
-	for i, sum := range s.reconciler.Resync(ctx, plans) {
-		switch {
-		case sum.Err() != nil:
-			s.o.Log.Error("resync commit", "stack_id", plans[i].Result.ReleaseName, "error", sum.Err())
-		case !sum.NoOp:
-			commits++
-			s.requester.request(sum.Namespace, sum.Paths)
-		}
 	}
 	s.m.resync.Observe(time.Since(start).Seconds())
 	s.o.Log.Info("resync done", "changed", commits, "duration", time.Since(start))

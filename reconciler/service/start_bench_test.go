@@ -66,7 +66,7 @@ func longHistory(b *testing.B) string {
 		start := time.Now().Add(-startCommits * 5 * time.Minute).Unix()
 		fmt.Fprintf(&s, "reset refs/heads/main\nfrom refs/heads/main^0\n")
 		for n := 1; n <= startCommits; n++ {
-			r := releases[(n/2)%len(releases)]
+			r := releases[((n+1)/2)%len(releases)] // an odd commit changes it, the next puts it back
 			fmt.Fprintf(&s, "commit refs/heads/main\ncommitter magnum-gitops <m@example.org> %d +0000\n", start+int64(n)*300)
 			msg := fmt.Sprintf("magnum: resize_cluster %d\n\nMagnum-Event-ID: history-%06d\nMagnum-Operation: resize_cluster\n", n, n)
 			fmt.Fprintf(&s, "data %d\n%s\n", len(msg), msg)
@@ -98,20 +98,28 @@ func longHistory(b *testing.B) string {
 // (config.DefaultHistory) and with the whole history, beside `git clone --bare` of the
 // same remote. serve runs in a child process, so that its peak resident memory is its
 // own: rss-MB is the child's VmHWM once it listens, and resynced-rss-MB once its resync at
-// start is done.
+// start is done (resync-s after listening). With moved=all, the child runs a newer
+// magnum-gitops that renders every HelmRelease differently: its resync commits all
+// 10,000 clusters, to a copy of the remote.
 func BenchmarkServeStart(b *testing.B) {
 	remote := longHistory(b)
 	for _, tc := range []struct {
 		name    string
 		history string
-	}{{"serve/history=default", "default"}, {"serve/history=whole", "whole"}} {
+		moved   bool
+	}{
+		{"serve/history=default", "default", false},
+		{"serve/history=whole", "whole", false},
+		{"serve/history=default/moved=all", "default", true},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
-			var rss, resynced float64
+			var rss, resynced, took float64
 			for b.Loop() {
-				rss, resynced = startChild(b, remote, tc.history)
+				rss, resynced, took = startChild(b, remote, tc.history, tc.moved)
 			}
 			b.ReportMetric(rss, "rss-MB")
 			b.ReportMetric(resynced, "resynced-rss-MB")
+			b.ReportMetric(took, "resync-s")
 		})
 	}
 	b.Run("git-clone-bare", func(b *testing.B) {
@@ -125,10 +133,21 @@ func BenchmarkServeStart(b *testing.B) {
 }
 
 // startChild runs TestServeStartChild in a child process and waits for it to report.
-func startChild(b *testing.B, remote, history string) (rss, resynced float64) {
+func startChild(b *testing.B, remote, history string, moved bool) (rss, resynced, took float64) {
 	b.Helper()
+	b.StopTimer()
+	if moved { // the child pushes: a copy (hard links) keeps the remote as the others see it
+		dst := filepath.Join(b.TempDir(), "remote.git")
+		if out, err := exec.Command("git", "clone", "-q", "--bare", remote, dst).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		git(b, dst, "config", "receive.autogc", "false") // no gc left running when the directory goes
+		remote = dst
+	}
+	head := git(b, remote, "rev-parse", "main")
+	b.StartTimer()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestServeStartChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "SERVE_START_REMOTE="+remote, "SERVE_START_HISTORY="+history, "SERVE_START_CACHE="+b.TempDir())
+	cmd.Env = append(os.Environ(), "SERVE_START_REMOTE="+remote, "SERVE_START_HISTORY="+history, "SERVE_START_CACHE="+b.TempDir(), fmt.Sprintf("SERVE_START_MOVED=%t", moved))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -145,15 +164,34 @@ func startChild(b *testing.B, remote, history string) (rss, resynced float64) {
 		case len(f) == 2 && f[0] == "LISTENING":
 			b.StopTimer() // until the next start: the resync is not part of it
 			rss, _ = strconv.ParseFloat(f[1], 64)
-		case len(f) == 2 && f[0] == "RESYNCED":
+		case len(f) == 3 && f[0] == "RESYNCED":
 			resynced, _ = strconv.ParseFloat(f[1], 64)
+			took, _ = strconv.ParseFloat(f[2], 64)
 		}
 	}
 	if err := cmd.Wait(); err != nil || rss == 0 || resynced == 0 {
 		b.Fatalf("child: %v\n%s", err, stderr.String())
 	}
+	// The resync did what the case says: nothing, or a commit for every cluster.
+	want := 0
+	if moved {
+		want = benchClusters
+	}
+	if n := git(b, remote, "rev-list", "--count", head+"..main"); n != strconv.Itoa(want) {
+		b.Fatalf("the resync at start made %s commits, want %d", n, want)
+	}
 	b.StartTimer()
-	return rss, resynced
+	return rss, resynced, took
+}
+
+// git runs git in the repository dir and returns its output, trimmed.
+func git(b *testing.B, dir string, args ...string) string {
+	b.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		b.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // TestServeStartChild is BenchmarkServeStart's child: it opens the remote as serve does,
@@ -176,6 +214,9 @@ func TestServeStartChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
+	if os.Getenv("SERVE_START_MOVED") == "true" {
+		cfg.Flux.Timeout = generator.Duration{Duration: cfg.Flux.Timeout.Duration + 2*time.Minute}
+	}
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
@@ -193,12 +234,13 @@ func TestServeStartChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("LISTENING %.0f\n", peakRSS(t))
+	listening := time.Now()
 	for deadline := time.Now().Add(10 * time.Minute); !resynced(url); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no resync within 10 minutes")
 		}
 	}
-	fmt.Printf("RESYNCED %.0f\n", peakRSS(t))
+	fmt.Printf("RESYNCED %.0f %.1f\n", peakRSS(t), time.Since(listening).Seconds())
 	cancel()
 	<-done
 }
