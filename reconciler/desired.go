@@ -41,21 +41,27 @@ func newDesired() *desired {
 	return &desired{ops: map[string][]*operation{}, ready: make(chan struct{}, 1)}
 }
 
-// put records an operation and queues its cluster, unless it is queued or taken and not
-// claimed yet: its reconcile will claim this operation too. It is false once close was
-// called: nobody would reconcile it.
-func (d *desired) put(op *operation) bool {
+// put records operations (nil ones skipped) and queues their clusters, all at once, so
+// that a group taken after holds them all. A cluster already queued, or taken and not
+// claimed yet, is not queued again: its reconcile will claim these operations too. It is
+// false once close was called: nobody would reconcile them.
+func (d *desired) put(ops ...*operation) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return false
 	}
-	uuid := op.ev.Cluster.UUID
-	if _, waiting := d.ops[uuid]; !waiting {
-		d.order = append(d.order, uuid)
-		d.signal()
+	for _, op := range ops {
+		if op == nil {
+			continue
+		}
+		uuid := op.ev.Cluster.UUID
+		if _, waiting := d.ops[uuid]; !waiting {
+			d.order = append(d.order, uuid)
+			d.signal()
+		}
+		d.ops[uuid] = append(d.ops[uuid], op)
 	}
-	d.ops[uuid] = append(d.ops[uuid], op)
 	return true
 }
 

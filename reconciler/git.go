@@ -107,53 +107,6 @@ func (o *Outcome) setResult(gr *gitrepo.Result) {
 	o.Timings.Commit, o.Timings.Push = gr.Build, gr.Push
 }
 
-// ApplyGroup runs the pipeline for several events and commits them in order, one commit
-// each, with one push: what the service does with events that arrive together. Their
-// plans are made side by side on the head (commitPlans). Each event gets its own outcome
-// and error; an event that fails (invalid, conflicting) is left out and the others land.
-// err is for a failure of the whole group, which pushed nothing.
-func (s *GitSink) ApplyGroup(ctx context.Context, p *Pipeline, events []*v1alpha1.ClusterEvent) ([]*Outcome, []error, error) {
-	outs := make([]*Outcome, len(events))
-	errs := make([]error, len(events))
-	var plans []planFunc
-	var index []int
-	for i, ev := range events {
-		outs[i] = &Outcome{}
-		t0 := time.Now()
-		res, err := p.Render(ctx, ev)
-		outs[i].Timings.Render = time.Since(t0)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		plans = append(plans, s.plan(p, ev, res, "", outs[i]))
-		index = append(index, i)
-	}
-	return s.commitMembers(ctx, plans, index, outs, errs)
-}
-
-// commitMembers commits plans[k], made for member index[k] of a group, as one group, and
-// records each one's result in outs or errs. The error is the whole group's, which pushed
-// nothing.
-func (s *GitSink) commitMembers(ctx context.Context, plans []planFunc, index []int, outs []*Outcome, errs []error) ([]*Outcome, []error, error) {
-	if len(plans) == 0 {
-		return outs, errs, nil
-	}
-	results, err := s.commitPlans(ctx, "", plans)
-	if err != nil {
-		return outs, errs, stepError("push", err)
-	}
-	for k, r := range results {
-		i := index[k]
-		if r.Err != nil {
-			errs[i] = stepError("commit", r.Err)
-			continue
-		}
-		outs[i].setResult(&r.Result)
-	}
-	return outs, errs, nil
-}
-
 // reviewBranch renders the review branch of an event. An empty result is refused here;
 // gitrepo refuses the configured branch and protected ones.
 func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (string, error) {

@@ -94,6 +94,19 @@ func (r *Reconciler) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summ
 	}
 }
 
+// SubmitAll submits events together and waits for each one's answer, in order. They are
+// queued at once, so that a Reconciler whose MaxGroup holds them all reconciles them as one
+// group, in one push: migrate commits its batches so.
+func (r *Reconciler) SubmitAll(ctx context.Context, events []*v1alpha1.ClusterEvent) []Summary {
+	ops := make([]*operation, len(events))
+	for i, ev := range events {
+		ops[i] = &operation{ctx: ctx, ev: ev, digest: Digest(ev), at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
+	}
+	sums := make([]Summary, len(events))
+	r.submitAll(ctx, ops, sums)
+	return sums
+}
+
 // Resync commits the resync of clusters (plans made by ResyncPlans), each an operation of
 // its cluster reconciled like an event, with the cluster's waiting events, MaxGroup to a
 // push. It waits for them all and returns each one's summary, in order; Run must be
@@ -106,12 +119,21 @@ func (r *Reconciler) Resync(ctx context.Context, plans []*Plan) []Summary {
 			sums[i] = Summarize(pl.Event, nil, &Error{Kind: KindInvalid, Step: "commit", Err: errors.New("resync: a plan not made by ResyncPlans")})
 			continue
 		}
-		op := &operation{ctx: ctx, ev: pl.Event, resync: pl, at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
-		if !r.desired.put(op) {
-			sums[i] = Summarize(pl.Event, nil, ErrShuttingDown)
-			continue
+		ops[i] = &operation{ctx: ctx, ev: pl.Event, resync: pl, at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
+	}
+	r.submitAll(ctx, ops, sums)
+	return sums
+}
+
+// submitAll queues ops (nil ones skipped) at once and waits for their answers, into sums.
+func (r *Reconciler) submitAll(ctx context.Context, ops []*operation, sums []Summary) {
+	if !r.desired.put(ops...) {
+		for i, op := range ops {
+			if op != nil {
+				sums[i] = Summarize(op.ev, nil, ErrShuttingDown)
+			}
 		}
-		ops[i] = op
+		return
 	}
 	for i, op := range ops {
 		if op == nil {
@@ -125,7 +147,6 @@ func (r *Reconciler) Resync(ctx context.Context, plans []*Plan) []Summary {
 			sums[i] = Summarize(op.ev, nil, stepError("accept", ctx.Err()))
 		}
 	}
-	return sums
 }
 
 // Run reconciles the queued clusters until ctx ends: a group at a time, made of the

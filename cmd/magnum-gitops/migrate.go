@@ -207,6 +207,8 @@ func (o *migrateOptions) commit(ctx context.Context, file *config.File, p *recon
 	if err != nil {
 		return err
 	}
+	r, stop := runReconciler(ctx, p, sink, o.batchSize) // a group of --batch-size clusters to a push
+	defer stop()
 	committed, failed := 0, 0
 	for start := 0; start < len(todo); start += o.batchSize {
 		batch := todo[start:min(start+o.batchSize, len(todo))]
@@ -216,19 +218,18 @@ func (o *migrateOptions) commit(ctx context.Context, file *config.File, p *recon
 		if len(batch) == 0 {
 			break
 		}
-		outs, errs, err := sink.ApplyGroup(ctx, p, batch)
-		if err != nil {
-			return err
-		}
-		for i, ev := range batch {
-			sum := reconciler.Summarize(ev, outs[i], errs[i])
+		sums, before := r.SubmitAll(ctx, batch), failed
+		for _, sum := range sums {
 			logSummary(log, sum)
 			switch {
-			case errs[i] != nil:
+			case sum.Err() != nil:
 				failed++
-			case !outs[i].NoOp():
+			case !sum.NoOp:
 				committed++
 			}
+		}
+		if failed-before == len(batch) {
+			break // none went through (the push, or Git): the next batch would not either
 		}
 	}
 	if failed > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -122,6 +123,70 @@ func TestMigrate(t *testing.T) {
 	}
 	if c := commits(); len(c) != 2 || !strings.HasPrefix(c[0], "magnum:_update_cluster_prod-b") {
 		t.Errorf("--allow-rollout prod-b: commits %v", c)
+	}
+}
+
+// TestMigrateBatches: adoption commits one commit per cluster, --batch-size of them to a
+// push, at most --limit.
+func TestMigrateBatches(t *testing.T) {
+	testenv.Require(t, env)
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stream []byte
+	for i := range 5 {
+		ev, err := v1alpha1.DecodeEvent(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Cluster.UUID = fmt.Sprintf("7c4b2e1a-3d5f-4a6b-9c8d-0e1f2a3b4c%02d", i)
+		ev.Cluster.Name, ev.Cluster.StackID = fmt.Sprintf("batch-%d", i), fmt.Sprintf("batch-%d-x7k2m9q4w1z", i)
+		driverInstalled(t, ev)
+		doc, err := yaml.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream = append(append(stream, "---\n"...), doc...)
+	}
+	write := fileWriter(t)
+	clusters := write("clusters.yaml", string(stream))
+	kc, err := env.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := write("kubeconfig", string(kc))
+	for _, tc := range []struct {
+		name            string
+		flags           []string
+		commits, pushes int
+	}{
+		{name: "two to a push", flags: []string{"--batch-size", "2"}, commits: 5, pushes: 3},
+		{name: "all in one push", flags: []string{"--batch-size", "10"}, commits: 5, pushes: 1},
+		{name: "a limit", flags: []string{"--batch-size", "2", "--limit", "3"}, commits: 3, pushes: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, remote := committingConfig(t)
+			if out, err := exec.Command("git", "-C", remote, "config", "core.logAllRefUpdates", "always").CombinedOutput(); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			if _, _, err := run(t, "", append([]string{"migrate", "-f", clusters, "--config", cfg, "--kubeconfig", kubeconfig}, tc.flags...)...); err != nil {
+				t.Fatal(err)
+			}
+			count := func(args ...string) int {
+				out, err := exec.Command("git", append([]string{"-C", remote}, args...)...).CombinedOutput()
+				if err != nil {
+					t.Fatalf("git %v: %v %s", args, err, out)
+				}
+				return len(strings.Fields(string(out)))
+			}
+			if got := count("rev-list", "main"); got != tc.commits {
+				t.Errorf("%d commits, want %d", got, tc.commits)
+			}
+			if got := count("reflog", "show", "--format=%H", "refs/heads/main"); got != tc.pushes {
+				t.Errorf("%d pushes, want %d", got, tc.pushes)
+			}
+		})
 	}
 }
 
