@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -32,6 +33,11 @@ type ResyncOptions struct {
 	// Progress, when set, is called after each Batch of clusters rendered with the count
 	// done and the total.
 	Progress func(done, total int)
+	// Refused, when set, is told of each cluster whose record does not render (the record
+	// or what this version makes of it is invalid), which is then left as Git holds it while
+	// the resync goes on: one broken record must not hold back the fleet. Without it, such
+	// a cluster stops the resync like any other error.
+	Refused func(record string, err error)
 }
 
 // ResyncPlans renders every cluster of the repository again from its record and hands
@@ -92,7 +98,7 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, o ResyncOpt
 		var pending []*Plan
 		for start := 0; start < len(records); start += batch {
 			window := records[start:min(start+batch, len(records))]
-			plans, err := p.resyncWindow(gctx, repo, window, hashes, settings)
+			plans, err := p.resyncWindow(gctx, repo, window, hashes, settings, o.Refused)
 			if err != nil {
 				return err
 			}
@@ -116,8 +122,10 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, o ResyncOpt
 }
 
 // resyncWindow renders the clusters of records side by side, on every CPU, and returns
-// the plans that change something, in record order.
-func (p *Pipeline) resyncWindow(ctx context.Context, repo FileLister, records []string, hashes map[string]string, settings [sha256.Size]byte) ([]*Plan, error) {
+// the plans that change something, in record order. A cluster that does not render is
+// told to refused, when set, and skipped.
+func (p *Pipeline) resyncWindow(ctx context.Context, repo FileLister, records []string, hashes map[string]string, settings [sha256.Size]byte, refused func(string, error)) ([]*Plan, error) {
+	var mu sync.Mutex // refused is called by one goroutine at a time
 	plans := make([]*Plan, len(records))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -127,6 +135,12 @@ func (p *Pipeline) resyncWindow(ctx context.Context, repo FileLister, records []
 				return err
 			}
 			pl, err := p.resyncOne(gctx, repo, f, hashes, settings)
+			if err != nil && refused != nil && KindOf(err) == KindInvalid {
+				mu.Lock()
+				refused(f, err)
+				mu.Unlock()
+				return nil
+			}
 			plans[i] = pl
 			return err
 		})

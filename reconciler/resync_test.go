@@ -324,6 +324,58 @@ func TestResyncBatches(t *testing.T) {
 	}
 }
 
+// TestResyncRefused: a record that does not render (here, hand-edited with a field no
+// version knows) is told to Refused and left, and the other clusters resync; without
+// Refused, it stops the resync as invalid input.
+func TestResyncRefused(t *testing.T) {
+	t.Parallel()
+	p, sink, _ := committer(t)
+	ctx := context.Background()
+	for _, n := range []string{"01-prod-a-create.yaml", "17-keystone-auth.yaml", "18-ovn-allowed-cidrs-chart-0.24.yaml", "25-flatcar-cilium.yaml"} {
+		if _, err := sink.Apply(ctx, p, event(t, n)); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	record := path.Join(p.Config.Flux.Path, "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c/prod-a-2b7xq4mzkd5h", reconciler.RecordFile)
+	handEdit(t, sink, record, "{", `{"flavour": "vanilla",`)
+	upgraded := upgrade(p)
+	for _, tc := range []struct {
+		name    string
+		refused bool
+		plans   int
+	}{
+		{name: "told and left", refused: true, plans: 3},
+		{name: "no Refused: the resync stops"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			o := reconciler.ResyncOptions{Batch: 1, Commit: func(_ context.Context, pl []*reconciler.Plan) error {
+				for _, p := range pl {
+					got = append(got, p.Result.ReleaseName)
+				}
+				return nil
+			}}
+			var refused []string
+			if tc.refused {
+				o.Refused = func(f string, err error) {
+					refused = append(refused, f)
+					if !strings.Contains(err.Error(), "flavour") {
+						t.Errorf("%s: %v; want the unknown field named", f, err)
+					}
+				}
+			}
+			err := upgraded.ResyncPlans(ctx, sink.Repo, o)
+			if tc.refused {
+				if err != nil || len(got) != tc.plans || slices.Contains(got, "prod-a-2b7xq4mzkd5h") || !slices.Equal(refused, []string{record}) {
+					t.Errorf("plans %v, refused %v, %v; want %d plans, %s refused", got, refused, err, tc.plans, record)
+				}
+			} else if reconciler.KindOf(err) != reconciler.KindInvalid || !strings.Contains(err.Error(), "flavour") {
+				t.Errorf("%v; want the record refused as invalid", err)
+			}
+		})
+	}
+}
+
 // upgrade is p as a newer magnum-gitops that renders every HelmRelease differently.
 func upgrade(p *reconciler.Pipeline) *reconciler.Pipeline {
 	cfg := *p.Config

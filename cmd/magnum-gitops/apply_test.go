@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +80,30 @@ func TestResyncCommand(t *testing.T) {
 	}
 	if _, stderr, err = run(t, "", "resync", "--config", cfg); err != nil || !strings.Contains(stderr, "0 clusters changed") {
 		t.Errorf("second resync: %v\n%s", err, stderr)
+	}
+
+	// A record hand-edited into one no version reads: named, left as it is, exit status 2.
+	work := t.TempDir()
+	gitIn := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("git", append([]string{"-C", work}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	gitIn("clone", "-q", remote, ".")
+	record := "clusters/magnum/magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c/prod-a-2b7xq4mzkd5h/magnum-cluster.yaml"
+	b, err := os.ReadFile(filepath.Join(work, record))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(work, record), append([]byte(`{"flavour": "vanilla",`), b[1:]...), 0o644)
+	gitIn("-c", "user.name=Op", "-c", "user.email=op@example.org", "commit", "-qam", "hand edit")
+	gitIn("push", "-q", "origin", "main")
+	before = head()
+	os.WriteFile(cfg, append(base, "flux:\n  timeout: 9m\n"...), 0o600)
+	_, stderr, err = run(t, "", "resync", "--config", cfg)
+	if code := exitCode(io.Discard, err); code != 2 || !strings.Contains(stderr, record+": ") || !strings.Contains(stderr, "flavour") || head() != before {
+		t.Errorf("a record that does not render: exit %d, %v\n%s", code, err, stderr)
 	}
 }
 

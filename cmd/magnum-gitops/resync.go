@@ -47,9 +47,22 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 	if err != nil {
 		return err
 	}
+	// A cluster whose record does not render is named and left; the others go on, and the
+	// command fails at the end.
+	refused := 0
+	refuse := func(record string, err error) {
+		refused++
+		fmt.Fprintf(stderr, "%s: %v\n", record, err)
+	}
+	failRefused := func() error {
+		if refused == 0 {
+			return nil
+		}
+		return config.Invalid(fmt.Errorf("%d clusters' records do not render (see above); they were left as they are", refused))
+	}
 	if dryRun {
 		changed := 0
-		err := p.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Commit: func(_ context.Context, plans []*reconciler.Plan) error {
+		err := p.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Refused: refuse, Commit: func(_ context.Context, plans []*reconciler.Plan) error {
 			for _, pl := range plans {
 				fmt.Fprintf(stdout, "# %s\n", pl.Commit.Subject)
 				if err := pl.WriteDiff(stdout); err != nil {
@@ -63,14 +76,14 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 			return err
 		}
 		fmt.Fprintf(stderr, "%d clusters would change\n", changed)
-		return nil
+		return failRefused()
 	}
 	// Batches of reconciler.DefaultMaxGroup clusters, one push each, the next rendered
 	// meanwhile.
 	r, stop := runReconciler(ctx, p, sink, 0)
 	changed := 0
 	var failed error // the others were pushed: say so before failing
-	err = p.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Commit: func(ctx context.Context, plans []*reconciler.Plan) error {
+	err = p.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Refused: refuse, Commit: func(ctx context.Context, plans []*reconciler.Plan) error {
 		for i, sum := range r.Resync(ctx, plans) {
 			switch {
 			case sum.Err() != nil:
@@ -87,5 +100,5 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 		return err
 	}
 	fmt.Fprintf(stderr, "%d clusters changed\n", changed)
-	return nil
+	return failRefused()
 }

@@ -569,6 +569,9 @@ func (s *Service) resync(ctx context.Context) {
 				s.o.Log.Info("resync", "done", done, "total", total, "rate", float64(done)/time.Since(start).Seconds())
 			}
 		},
+		Refused: func(record string, err error) {
+			s.o.Log.Error("resync: the cluster's record does not render; left as it is", "record", record, "error", err)
+		},
 		Commit: func(ctx context.Context, plans []*reconciler.Plan) error {
 			for i, sum := range s.reconciler.Resync(ctx, plans) {
 				switch {
