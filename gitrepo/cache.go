@@ -69,6 +69,11 @@ func (r *Repo) load(ctx context.Context) error {
 	return err
 }
 
+// objectCacheSize bounds go-git's cache of decoded objects for a clone on disk. Its default
+// (96 MiB) fills with the commits a start walks (the ledger's) and stays full; the reads
+// that repeat (trees of the head) have their own cache here (treeCache).
+const objectCacheSize = 16 * cache.MiByte
+
 // openLocal opens (or creates) the local clone and checks what Apply relies on: the
 // remote is ours, every ref reads, and the branch's commit and tree are there.
 func (r *Repo) openLocal() error {
@@ -77,7 +82,7 @@ func (r *Repo) openLocal() error {
 			if err := checkPacks(r.opts.CacheDir); err != nil {
 				return err
 			}
-			r.store = filesystem.NewStorage(osfs.New(r.opts.CacheDir), cache.NewObjectLRUDefault())
+			r.store = filesystem.NewStorage(osfs.New(r.opts.CacheDir), cache.NewObjectLRU(objectCacheSize))
 		} else {
 			r.store = memory.NewStorage()
 		}
@@ -199,7 +204,7 @@ func (r *Repo) heal(ctx context.Context, cause error) error {
 			if err := wipeClone(r.opts.CacheDir); err != nil {
 				return err
 			}
-			r.store = filesystem.NewStorage(osfs.New(r.opts.CacheDir), cache.NewObjectLRUDefault())
+			r.store = filesystem.NewStorage(osfs.New(r.opts.CacheDir), cache.NewObjectLRU(objectCacheSize))
 		} else {
 			r.store = memory.NewStorage()
 		}
