@@ -230,6 +230,18 @@ func (r *tornLister) ReadFile(p string) ([]byte, bool, error) {
 func (r *tornLister) ListDir(dir string) ([]string, error)   { return r.repo.ListDir(dir) }
 func (r *tornLister) ListFiles(dir string) ([]string, error) { return r.repo.ListFiles(dir) }
 
+// fleet is a repository of four clusters of two projects, committed by p.
+func fleet(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink) {
+	t.Helper()
+	p, sink, _ := committer(t)
+	for _, n := range []string{"01-prod-a-create.yaml", "17-keystone-auth.yaml", "18-ovn-allowed-cidrs-chart-0.24.yaml", "25-flatcar-cilium.yaml"} {
+		if _, err := sink.Apply(context.Background(), p, event(t, n)); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	return p, sink
+}
+
 // resyncPlans collects every plan of a resync.
 func resyncPlans(ctx context.Context, p *reconciler.Pipeline, repo reconciler.FileLister) ([]*reconciler.Plan, error) {
 	var plans []*reconciler.Plan
@@ -245,13 +257,8 @@ func resyncPlans(ctx context.Context, p *reconciler.Pipeline, repo reconciler.Fi
 // batches' clusters are rendered, whatever the total. A Commit that fails stops it.
 func TestResyncBatches(t *testing.T) {
 	t.Parallel()
-	p, sink, _ := committer(t)
+	p, sink := fleet(t)
 	ctx := context.Background()
-	for _, n := range []string{"01-prod-a-create.yaml", "17-keystone-auth.yaml", "18-ovn-allowed-cidrs-chart-0.24.yaml", "25-flatcar-cilium.yaml"} {
-		if _, err := sink.Apply(ctx, p, event(t, n)); err != nil {
-			t.Fatalf("%s: %v", n, err)
-		}
-	}
 	upgraded := upgrade(p)
 	all, err := resyncPlans(ctx, upgraded, sink.Repo)
 	if err != nil || len(all) != 4 {
@@ -329,13 +336,8 @@ func TestResyncBatches(t *testing.T) {
 // Refused, it stops the resync as invalid input.
 func TestResyncRefused(t *testing.T) {
 	t.Parallel()
-	p, sink, _ := committer(t)
+	p, sink := fleet(t)
 	ctx := context.Background()
-	for _, n := range []string{"01-prod-a-create.yaml", "17-keystone-auth.yaml", "18-ovn-allowed-cidrs-chart-0.24.yaml", "25-flatcar-cilium.yaml"} {
-		if _, err := sink.Apply(ctx, p, event(t, n)); err != nil {
-			t.Fatalf("%s: %v", n, err)
-		}
-	}
 	record := path.Join(p.Config.Flux.Path, "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c/prod-a-2b7xq4mzkd5h", reconciler.RecordFile)
 	handEdit(t, sink, record, "{", `{"flavour": "vanilla",`)
 	upgraded := upgrade(p)
@@ -431,14 +433,9 @@ func TestResyncSkipsSettledClusters(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p, sink, _ := committer(t)
+			p, sink := fleet(t)
 			p.Gate = &reconciler.Gate{}
 			ctx := context.Background()
-			for _, n := range []string{"01-prod-a-create.yaml", "17-keystone-auth.yaml", "18-ovn-allowed-cidrs-chart-0.24.yaml", "25-flatcar-cilium.yaml"} {
-				if _, err := sink.Apply(ctx, p, event(t, n)); err != nil {
-					t.Fatalf("%s: %v", n, err)
-				}
-			}
 			resync := func(p *reconciler.Pipeline) (reads, plans int) {
 				t.Helper()
 				snap, err := sink.Repo.Snapshot()

@@ -36,6 +36,27 @@ func driverInstalled(t *testing.T, ev *v1alpha1.ClusterEvent) {
 	}
 }
 
+// installed installs each event's release as the driver does and returns migrate's input:
+// a file of the events and a kubeconfig for the API server.
+func installed(t *testing.T, events ...*v1alpha1.ClusterEvent) (clusters, kubeconfig string) {
+	t.Helper()
+	var stream []byte
+	for _, ev := range events {
+		driverInstalled(t, ev)
+		doc, err := yaml.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream = append(append(stream, "---\n"...), doc...)
+	}
+	write := fileWriter(t)
+	kc, err := env.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return write("clusters.yaml", string(stream)), write("kubeconfig", string(kc))
+}
+
 // TestMigrate: two clusters the driver installed — one whose adoption changes nothing, one
 // whose availability_zone label, opted in, would replace its workers. --dry-run reports
 // both and writes nothing; a run commits the first only; a second run commits nothing
@@ -53,23 +74,7 @@ func TestMigrate(t *testing.T) {
 	b, _ := v1alpha1.DecodeEvent(data)
 	b.Cluster.UUID, b.Cluster.Name, b.Cluster.StackID = "5d1e3c7a-9b2f-4e6d-8a1c-3f5b7d9e2a41", "prod-b", "prod-b-7k2m9x4q8w1z"
 	b.Cluster.Labels = v1alpha1.Labels{"availability_zone": "az-1", "adopted_features": "placement"}
-	driverInstalled(t, a)
-	driverInstalled(t, b)
-	var stream []byte
-	for _, ev := range []*v1alpha1.ClusterEvent{a, b} {
-		doc, err := yaml.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream = append(append(stream, "---\n"...), doc...)
-	}
-	write := fileWriter(t)
-	clusters := write("clusters.yaml", string(stream))
-	kc, err := env.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := write("kubeconfig", string(kc))
+	clusters, kubeconfig := installed(t, a, b)
 	cfg, remote := committingConfig(t)
 	commits := func() []string {
 		out, err := exec.Command("git", "-C", remote, "log", "--format=%s", "main").CombinedOutput()
@@ -134,7 +139,7 @@ func TestMigrateBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stream []byte
+	var events []*v1alpha1.ClusterEvent
 	for i := range 5 {
 		ev, err := v1alpha1.DecodeEvent(data)
 		if err != nil {
@@ -142,20 +147,9 @@ func TestMigrateBatches(t *testing.T) {
 		}
 		ev.Cluster.UUID = fmt.Sprintf("7c4b2e1a-3d5f-4a6b-9c8d-0e1f2a3b4c%02d", i)
 		ev.Cluster.Name, ev.Cluster.StackID = fmt.Sprintf("batch-%d", i), fmt.Sprintf("batch-%d-x7k2m9q4w1z", i)
-		driverInstalled(t, ev)
-		doc, err := yaml.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream = append(append(stream, "---\n"...), doc...)
+		events = append(events, ev)
 	}
-	write := fileWriter(t)
-	clusters := write("clusters.yaml", string(stream))
-	kc, err := env.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := write("kubeconfig", string(kc))
+	clusters, kubeconfig := installed(t, events...)
 	for _, tc := range []struct {
 		name            string
 		flags           []string
