@@ -13,18 +13,14 @@ import (
 //	DeleteNotStarted       the directory deploys the cluster: a HelmRelease (or
 //	                       Application), and the Secrets beside it.
 //	DeleteAwaitingCluster  the delete_cluster event removed the HelmRelease; the Secrets
-//	                       stay, listed by kustomization.yaml, because CAPO and the
-//	                       janitor need them until the CAPI Cluster is gone.
-//	DeleteSecretsRemoved   the Cluster is gone, so the Secret files left the directory
-//	                       (SecretsRemoved): kustomization.yaml lists nothing and says so
-//	                       in DeletePhaseAnnotation; Flux drops the Secrets from its
-//	                       inventory, their prune guard keeps them in the management
-//	                       cluster, and once Flux has applied that commit the service
-//	                       deletes them by name.
+//	                       stay, listed by kustomization.yaml.
+//	DeleteSecretsRemoved   the Secret files left the directory (SecretsRemoved):
+//	                       kustomization.yaml lists nothing and says so in
+//	                       DeletePhaseAnnotation.
 //	DeleteDone             the rest of the directory (the record) left Git.
 //
-// The service's delete loop (reconciler/service/deletes.go) takes each cluster from one
-// phase to the next; the commits are reconciler.GitSink's RemoveSecrets and FinishDelete.
+// When a cluster goes from one phase to the next, and what happens outside Git meanwhile,
+// is the delete step's, in one place: reconciler/delete.go.
 
 // DeletePhase is where a cluster directory stands in a delete (see above).
 type DeletePhase int
@@ -44,8 +40,8 @@ func (p DeletePhase) String() string { return deletePhaseNames[p] }
 // DeletePhaseOf reads the phase of a cluster directory from the base names of its files:
 // a deploy file (helmrelease.yaml or application.yaml, deployFile) means not started;
 // Secret files alone, awaiting the Cluster; a kustomization.yaml without either, Secrets
-// removed; nothing, done. A directory holding only its record (an interrupted
-// FinishDelete) is still SecretsRemoved's to finish.
+// removed; nothing, done. A directory holding only its record (an interrupted last
+// commit) is still SecretsRemoved's to finish.
 func DeletePhaseOf(existing []string, deployFile string) DeletePhase {
 	var deploy, secrets, files bool
 	for _, name := range existing {

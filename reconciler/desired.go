@@ -65,6 +65,23 @@ func (d *desired) put(ops ...*operation) bool {
 	return true
 }
 
+// requeue queues clusters with no operation (Reconciler.Requeue); those queued already,
+// or taken and not claimed yet, stay where they are.
+func (d *desired) requeue(uuids ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	for _, uuid := range uuids {
+		if _, waiting := d.ops[uuid]; !waiting {
+			d.ops[uuid] = []*operation{}
+			d.order = append(d.order, uuid)
+			d.signal()
+		}
+	}
+}
+
 func (d *desired) signal() {
 	select {
 	case d.ready <- struct{}{}:
@@ -72,16 +89,20 @@ func (d *desired) signal() {
 	}
 }
 
-// pending counts the operations of the queued clusters.
+// pending counts the operations of the queued clusters, a requeued cluster as one.
 func (d *desired) pending() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
 	for _, uuid := range d.order {
-		n += len(d.ops[uuid])
+		n += weight(d.ops[uuid])
 	}
 	return n
 }
+
+// weight is what a queued cluster counts for in a group: its operations, or one for a
+// requeued cluster, whose reconcile costs about what an operation does.
+func weight(ops []*operation) int { return max(len(ops), 1) }
 
 // take dequeues the oldest clusters, as many as have at most limit operations waiting
 // together (at least one cluster).
@@ -90,7 +111,7 @@ func (d *desired) take(limit int) []string {
 	defer d.mu.Unlock()
 	n, k := 0, 0
 	for ; k < len(d.order); k++ {
-		m := len(d.ops[d.order[k]])
+		m := weight(d.ops[d.order[k]])
 		if k > 0 && n+m > limit {
 			break
 		}

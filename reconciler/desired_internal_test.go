@@ -30,11 +30,12 @@ func ids(ops []*operation) []string {
 // cluster again.
 func TestDesired(t *testing.T) {
 	type step struct {
-		put   []*operation
-		take  int      // max operations; 0: no take
-		taken []string // clusters taken
-		claim string
-		ops   []string // operations claimed
+		put     []*operation
+		requeue []string
+		take    int      // max operations; 0: no take
+		taken   []string // clusters taken
+		claim   string
+		ops     []string // operations claimed
 	}
 	tests := []struct {
 		name  string
@@ -69,6 +70,14 @@ func TestDesired(t *testing.T) {
 			{put: []*operation{op("a", "a2")}, take: 10, taken: []string{"a"}, claim: "a", ops: []string{"a2"}},
 		},
 	}, {
+		name: "requeued: queued once, counted as one, claimed with what arrives meanwhile",
+		steps: []step{
+			{requeue: []string{"a", "b", "c"}, put: []*operation{op("b", "b1")}, take: 2, taken: []string{"a", "b"}},
+			{requeue: []string{"a", "c"}, take: 10, taken: []string{"c"}},
+			{claim: "b", ops: []string{"b1"}},
+			{claim: "a", ops: []string{}},
+		},
+	}, {
 		name: "close returns what waits",
 		steps: []step{
 			{put: []*operation{op("a", "a1"), op("b", "b1")}, take: 1, taken: []string{"a"}},
@@ -79,6 +88,7 @@ func TestDesired(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newDesired()
 			for i, s := range tt.steps {
+				d.requeue(s.requeue...)
 				for _, o := range s.put {
 					if !d.put(o) {
 						t.Fatalf("step %d: put %s refused", i, o.ev.ID)

@@ -84,12 +84,7 @@ func TestFollowerCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	arec := reconciler.ClusterRecord{Event: del, StackID: rec.StackID, Namespace: rec.Namespace}
-	if _, _, err := a.RemoveSecrets(ctx, p.Config, arec); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.FinishDelete(ctx, p.Config, arec); err != nil {
-		t.Fatal(err)
-	}
+	deleteAll(t, p, a, arec)
 	if err := b.Repo.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -174,13 +169,7 @@ func TestFollowerTombstones(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace}
-	if _, _, err := a.RemoveSecrets(ctx, p.Config, rec); err != nil {
-		t.Fatal(err)
-	}
-	done, err := a.FinishDelete(ctx, p.Config, rec)
-	if err != nil || done == "" {
-		t.Fatalf("finishing the delete: %q %v", done, err)
-	}
+	done := deleteAll(t, p, a, rec)
 	// This replica saw the delete complete (its leader finished it) in a commit the
 	// follower's next snapshot, fetched before, does not hold.
 	clusters.Observe(del, reconciler.Summary{StackID: rec.StackID, Namespace: rec.Namespace, Revision: out.Commit}, time.Now())

@@ -46,9 +46,16 @@ type Reconciler struct {
 	ObserveGroup func(g GroupStats)
 	// Now stamps records; time.Now when nil.
 	Now func() time.Time
+	// Management, when set, lets a deleted cluster's reconcile take it through the phases
+	// of its delete (delete.go); ObserveDelete, when set, is told what each step did.
+	Management    Management
+	ObserveDelete func(DeleteProgress)
 
 	desired *desired
 	done    chan struct{}
+	// removals are the commits that removed deleted clusters' Secret files, by UUID, until
+	// their delete is done (delete.go).
+	removals sync.Map
 }
 
 // DefaultMaxGroup bounds a group's operations unless MaxGroup says otherwise: enough that a
@@ -105,6 +112,14 @@ func (r *Reconciler) SubmitAll(ctx context.Context, events []*v1alpha1.ClusterEv
 	sums := make([]Summary, len(events))
 	r.submitAll(ctx, ops, sums)
 	return sums
+}
+
+// Requeue queues clusters to be reconciled with no operation of their own, without
+// waiting: a level trigger, like a controller's periodic resync, by which the leader takes
+// deleted clusters through their delete (delete.go). A cluster queued already is not
+// queued again.
+func (r *Reconciler) Requeue(uuids ...string) {
+	r.desired.requeue(uuids...)
 }
 
 // Resync commits the resync of clusters (plans made by ResyncPlans), each an operation of
@@ -218,6 +233,19 @@ type scope struct {
 	answered []bool
 	outs     []*Outcome
 	errs     []error
+	// del is the delete step's, when the cluster is being deleted and it had something to
+	// do or report.
+	del *deletion
+}
+
+// waiting reports whether operations of the scope wait for Git after the prologue.
+func (sc *scope) waiting() bool {
+	for _, answered := range sc.answered {
+		if !answered {
+			return true
+		}
+	}
+	return false
 }
 
 // load is a reconcile's prologue: it claims the cluster's waiting operations and answers
@@ -273,7 +301,23 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 		}
 		plans, index = append(plans, r.Sink.plan(r.Pipeline, op.ev, res, "", sc.outs[i])), append(index, i)
 	}
+	// The delete step follows the cluster's operations: one waiting for Git changes what
+	// the step would read, so it waits for the cluster's next reconcile.
+	if r.Management != nil && r.Clusters != nil && !sc.waiting() {
+		if rec, ok := r.Clusters.Get(sc.uuid); ok && rec.Event.Operation == v1alpha1.DeleteCluster {
+			if sc.del = r.deleteStep(ctx, rec); sc.del != nil && sc.del.plan != nil {
+				plans = append(plans, sc.del.plan)
+			}
+		}
+	}
 	results, err := g.commit(ctx, sc.member, plans, stats)
+	if sc.del != nil && sc.del.plan != nil {
+		var c committed
+		if err == nil {
+			c = results[len(results)-1]
+		}
+		r.deleted(sc.del, c, err)
+	}
 	for k, i := range index {
 		switch {
 		case err != nil:
@@ -312,7 +356,8 @@ func (r *Reconciler) commitForReview(ctx context.Context, sc *scope, stats *Grou
 }
 
 // summarize is a reconcile's one summary: each operation not answered in the prologue is
-// summarised, remembered when it landed (the ledger, the cluster index) and answered.
+// summarised, remembered when it landed (the ledger, the cluster index) and answered; the
+// delete step's progress is told.
 func (r *Reconciler) summarize(sc *scope) {
 	for i, op := range sc.ops {
 		if sc.answered[i] {
@@ -328,6 +373,9 @@ func (r *Reconciler) summarize(sc *scope) {
 			}
 		}
 		r.answer(op, sum)
+	}
+	if d := sc.del; d != nil && r.ObserveDelete != nil && (d.progress.Commit != "" || d.progress.Err != nil) {
+		r.ObserveDelete(d.progress)
 	}
 }
 

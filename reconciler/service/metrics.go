@@ -87,7 +87,9 @@ func (m *metrics) observe(s reconciler.Summary, took time.Duration) {
 
 // observeGroup records what one group cost.
 func (m *metrics) observeGroup(g reconciler.GroupStats) {
-	m.groupSize.Observe(float64(g.Events))
+	if g.Events > 0 { // not a group of resyncs or requeued clusters only
+		m.groupSize.Observe(float64(g.Events))
+	}
 	m.pushes.Add(float64(g.Pushes))
 	m.pushRetries.Add(float64(g.Retries))
 }

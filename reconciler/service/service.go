@@ -100,8 +100,6 @@ type Service struct {
 	// requester asks Flux to fetch after each push; nil when not configured.
 	requester *reconcileRequester
 
-	mu      sync.Mutex
-	removed map[string]removal // uuid → second-phase commit awaiting Flux
 	// knownHealth is what Magnum was last told per cluster (uuid → report.Known).
 	knownHealth sync.Map
 }
@@ -151,7 +149,7 @@ func newService(o Options) (*Service, error) {
 	if o.ReadyInterval <= 0 {
 		o.ReadyInterval = 5 * time.Second
 	}
-	s := &Service{o: o, m: newMetrics(o.Registry), ledger: reconciler.NewLedger(), removed: map[string]removal{}}
+	s := &Service{o: o, m: newMetrics(o.Registry), ledger: reconciler.NewLedger()}
 	if o.ReconcileRequest.Enabled() {
 		if o.Kube == nil {
 			return nil, errors.New("serve: a reconcile request of GitRepository " + o.ReconcileRequest.String() + " needs a management cluster client")
@@ -202,6 +200,7 @@ func (s *Service) run(ctx context.Context) error {
 			s.judge.perNamespace = f.SourceNamespace
 		}
 		s.api.Status, s.api.Applied = s.judge.lookup, s.judge.applied
+		s.reconciler.Management, s.reconciler.ObserveDelete = management{s}, s.observeDelete
 	}
 
 	if s.requester != nil {

@@ -81,7 +81,7 @@ func (j *judge) lookup(uuid string) (status.Report, error) {
 
 // evaluate judges one cluster from a snapshot taken after its last event arrived (a
 // cached snapshot from before it could say a Cluster being created does not exist, and the
-// delete loop would remove its Secrets); an unreadable management cluster gives health
+// delete step would remove its Secrets); an unreadable management cluster gives health
 // UNKNOWN.
 func (j *judge) evaluate(ctx context.Context, rec reconciler.ClusterRecord) status.Report {
 	v := View(rec)
