@@ -18,7 +18,7 @@ import (
 )
 
 // sopsConfigFile writes a configuration with a fresh age recipient and digest key.
-func sopsConfigFile(t *testing.T) (string, *age.X25519Identity) {
+func sopsConfigFile(t testing.TB) (string, *age.X25519Identity) {
 	t.Helper()
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
