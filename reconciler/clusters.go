@@ -36,6 +36,8 @@ type Clusters struct {
 	// goneIn is, per tombstone, a commit in which the cluster's directory is gone: a
 	// snapshot whose head does not contain it predates the completion (see Follower).
 	goneIn map[string]string
+	// compact makes the copies of events records keep.
+	compact *compactor
 }
 
 // TombstoneTTL is how long a completed delete stays answerable.
@@ -43,14 +45,14 @@ const TombstoneTTL = 7 * 24 * time.Hour
 
 // NewClusters returns an empty index.
 func NewClusters() *Clusters {
-	return &Clusters{m: map[string]ClusterRecord{}, gone: map[string]ClusterRecord{}, goneIn: map[string]string{}}
+	return &Clusters{m: map[string]ClusterRecord{}, gone: map[string]ClusterRecord{}, goneIn: map[string]string{},
+		compact: newCompactor()}
 }
 
-// Observe records an applied event. The stored event carries no Secret material.
+// Observe records an applied event. The stored event is a compacted copy, without Secret
+// material.
 func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
-	e := *ev
-	e.Secrets = nil
-	rec := ClusterRecord{Event: &e, StackID: s.StackID, Namespace: s.Namespace, Revision: s.Revision, At: at}
+	rec := ClusterRecord{Event: c.compact.event(ev), StackID: s.StackID, Namespace: s.Namespace, Revision: s.Revision, At: at}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.m[ev.Cluster.UUID]; ok && rec.Revision == "" && old.Event.ID == ev.ID {
@@ -188,7 +190,7 @@ func LoadClusters(repo FileLister, cfg *generator.Config, at time.Time) (*Cluste
 			stackID = magnum.GenerateReleaseName(ev.Cluster.Name, ev.Cluster.UUID)
 		}
 		c.unbury(ev.Cluster.UUID)
-		c.m[ev.Cluster.UUID] = ClusterRecord{Event: ev, StackID: stackID,
+		c.m[ev.Cluster.UUID] = ClusterRecord{Event: c.compact.event(ev), StackID: stackID,
 			Namespace: magnum.Namespace(cfg.Magnum.CapiHelm.NamespacePrefix, ev.Cluster.ProjectID), At: at}
 	}
 	return c, bad, nil
