@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -75,20 +76,23 @@ type deleter struct {
 	clusters *reconciler.Clusters
 	rec      reconciler.ClusterRecord
 	progress []reconciler.DeleteProgress
+	// pushed are the namespaces Pushed heard of.
+	pushed []string
 }
 
 func newDeleter(p *reconciler.Pipeline, sink *reconciler.GitSink, rec reconciler.ClusterRecord, m reconciler.Management) *deleter {
 	d := &deleter{clusters: reconciler.NewClusters(), rec: rec}
 	d.clusters.Observe(rec.Event, reconciler.Summary{StackID: rec.StackID, Namespace: rec.Namespace}, time.Now())
 	d.r = &reconciler.Reconciler{Pipeline: p, Sink: sink, Clusters: d.clusters, Management: m,
-		ObserveDelete: func(pr reconciler.DeleteProgress) { d.progress = append(d.progress, pr) }}
+		ObserveDelete: func(pr reconciler.DeleteProgress) { d.progress = append(d.progress, pr) },
+		Pushed:        func(ns string, _ []string) { d.pushed = append(d.pushed, ns) }}
 	d.r.Start()
 	return d
 }
 
 // step reconciles the cluster once and returns what its delete step reported.
 func (d *deleter) step() []reconciler.DeleteProgress {
-	d.progress = nil
+	d.progress, d.pushed = nil, nil
 	d.r.Reconcile(context.Background(), d.rec.Event.Cluster.UUID)
 	return d.progress
 }
@@ -177,6 +181,9 @@ func TestDeleteStep(t *testing.T) {
 					from = append(from, pr.From.String())
 					if (pr.Err != nil) != s.failed || !s.failed && pr.Commit == "" {
 						t.Errorf("step %d: reported %+v; want failed %v, or a commit", i, pr, s.failed)
+					}
+					if pushed := []string{rec.Namespace}; pr.Commit != "" && !slices.Equal(d.pushed, pushed) {
+						t.Errorf("step %d: Pushed heard %v; want %v", i, d.pushed, pushed)
 					}
 					if pr.To == generator.DeleteSecretsRemoved && len(pr.Secrets) != secrets {
 						t.Errorf("step %d: the Secret files removed: %v; want %d", i, pr.Secrets, secrets)

@@ -44,6 +44,11 @@ type Reconciler struct {
 	// pushed events are answered (so an answered client finds it counted): what the group
 	// cost, which per-event counting would multiply by the group's size.
 	ObserveGroup func(g GroupStats)
+	// Pushed, when set, is called for each commit of a cluster that a push to the
+	// configured branch carried (not to a review branch), with the cluster's namespace and
+	// the paths changed (nil when not known), before its client is answered: the service
+	// asks Flux to fetch it.
+	Pushed func(namespace string, paths []string)
 	// Now stamps records; time.Now when nil.
 	Now func() time.Time
 	// Management, when set, lets a deleted cluster's reconcile take it through the phases
@@ -317,6 +322,9 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 			c = results[len(results)-1]
 		}
 		r.deleted(sc.del, c, err)
+		if sc.del.progress.Commit != "" {
+			r.pushed(sc.del.rec.Namespace, nil)
+		}
 	}
 	for k, i := range index {
 		switch {
@@ -326,7 +334,16 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 			sc.errs[i] = stepError("commit", results[k].Err)
 		default:
 			sc.outs[i].setResult(&results[k].Result)
+			if pl := sc.outs[i].Plan; !results[k].NoOp && pl != nil {
+				r.pushed(pl.Result.Namespace, pl.Paths())
+			}
 		}
+	}
+}
+
+func (r *Reconciler) pushed(namespace string, paths []string) {
+	if r.Pushed != nil {
+		r.Pushed(namespace, paths)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,5 +72,44 @@ func TestReconcilerGroupTimeout(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the reconciler did not stop")
+	}
+}
+
+// TestReconcilerPushed: Pushed hears of each commit a push carried, with the cluster's
+// namespace and the paths it changed, and of nothing when an event changed nothing.
+func TestReconcilerPushed(t *testing.T) {
+	t.Parallel()
+	p, sink, _ := committer(t)
+	type push struct {
+		namespace string
+		paths     []string
+	}
+	var pushes []push
+	q := &reconciler.Reconciler{Pipeline: p, Sink: sink, MaxWait: time.Millisecond,
+		Pushed: func(ns string, paths []string) { pushes = append(pushes, push{ns, paths}) }}
+	q.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { q.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	for _, tc := range []struct {
+		event  string
+		pushed bool
+	}{
+		{"01-prod-a-create.yaml", true},
+		{"01-prod-a-create.yaml", false}, // nothing to change: no push
+		{"02-prod-a-resize-workers.yaml", true},
+	} {
+		pushes = nil
+		sum := q.Submit(context.Background(), event(t, tc.event))
+		if sum.Err() != nil {
+			t.Fatalf("%s: %v", tc.event, sum.Err())
+		}
+		switch {
+		case !tc.pushed && len(pushes) > 0:
+			t.Errorf("%s changed nothing, and Pushed heard %+v", tc.event, pushes)
+		case tc.pushed && (len(pushes) != 1 || pushes[0].namespace != sum.Namespace || !slices.Contains(pushes[0].paths, sum.Paths[0])):
+			t.Errorf("%s: Pushed heard %+v; want %s and the paths %v", tc.event, pushes, sum.Namespace, sum.Paths)
+		}
 	}
 }

@@ -35,7 +35,6 @@ func (s *Service) observeDelete(d reconciler.DeleteProgress) {
 		log.Error("deleting a deleted cluster's Secrets", "error", d.Err)
 	case d.To == generator.DeleteSecretsRemoved:
 		log.Info("deleted cluster's Secrets removed from git", "commit", d.Commit)
-		s.requester.request(d.Namespace, nil)
 	case d.To == generator.DeleteDone:
 		s.m.deletes.Inc()
 		log.Info("delete complete: Secrets deleted, directory removed from git", "secrets", len(d.Secrets), "commit", d.Commit)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
-	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
 // ReconcileRequestAnnotation is Flux's "reconcile now" annotation (meta.ReconcileRequestAnnotation):
@@ -64,14 +63,13 @@ type reconcileRequester struct {
 	now          func() time.Time
 	wake         chan struct{}
 
-	mu        sync.Mutex
-	pending   map[types.NamespacedName]struct{}
-	requested map[string]struct{} // revisions already requested
+	mu      sync.Mutex
+	pending map[types.NamespacedName]struct{}
 }
 
 func newReconcileRequester(kube client.Client, target ReconcileRequest, flux generator.FluxConfig, log *slog.Logger) *reconcileRequester {
 	r := &reconcileRequester{kube: kube, target: target, log: log, now: time.Now, wake: make(chan struct{}, 1),
-		pending: map[types.NamespacedName]struct{}{}, requested: map[string]struct{}{}}
+		pending: map[types.NamespacedName]struct{}{}}
 	if flux.Layout == generator.LayoutPerNamespace {
 		r.perNamespace = flux.SourceNamespace
 		r.rootPaths = []string{path.Join(flux.Path, generator.FluxDir) + "/", path.Join(flux.Path, "sources") + "/"}
@@ -157,34 +155,4 @@ func (r *reconcileRequester) patch(ctx context.Context, t types.NamespacedName) 
 		return fmt.Errorf("GitRepository %s: %w", t, err)
 	}
 	return nil
-}
-
-// answered is what follows an answered event: it is counted and, after a pushed commit,
-// Flux is asked to fetch it. Commits to a review branch wait for their merge instead, and
-// a retried event (answered from the ledger with the commit it was first answered with)
-// asks nothing again.
-func (s *Service) answered(sum reconciler.Summary, took time.Duration) {
-	s.m.observe(sum, took)
-	if sum.Outcome == reconciler.OutcomeCommitted && sum.Revision != "" && sum.PullRequestURL == "" &&
-		s.requester.newRevision(sum.Revision+"/"+sum.Namespace) {
-		s.requester.request(sum.Namespace, sum.Paths)
-	}
-}
-
-// newRevision reports whether no request was made for revision (and namespace) yet; the
-// events of one group commit share it. The memory is bounded: forgetting only costs a redundant request.
-func (r *reconcileRequester) newRevision(revision string) bool {
-	if r == nil {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.requested[revision]; ok {
-		return false
-	}
-	if len(r.requested) >= 4096 {
-		clear(r.requested)
-	}
-	r.requested[revision] = struct{}{}
-	return true
 }

@@ -185,7 +185,7 @@ func (s *Service) run(ctx context.Context) error {
 	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
 
 	s.reconciler = &reconciler.Reconciler{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
-		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.answered, ObserveGroup: s.observeGroup}
+		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.m.observe, ObserveGroup: s.observeGroup, Pushed: s.requester.request}
 	s.reconciler.Start()
 	if o.Poller != nil {
 		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.reconciler.Submit
@@ -578,7 +578,6 @@ func (s *Service) resync(ctx context.Context) {
 					s.o.Log.Error("resync commit", "stack_id", plans[i].Result.ReleaseName, "error", sum.Err())
 				case !sum.NoOp:
 					commits++
-					s.requester.request(sum.Namespace, sum.Paths)
 				}
 			}
 			return ctx.Err()
