@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -22,14 +21,6 @@ type Pipeline struct {
 	// Gate, when set, spares plans serialising what the repository already holds; the
 	// service sets it, a one-shot command need not.
 	Gate *Gate
-}
-
-// Validate checks the pipeline's configuration.
-func (p *Pipeline) Validate() error {
-	if p.Config == nil {
-		return errors.New("reconciler: Pipeline.Config is required")
-	}
-	return stepError("config", p.Config.Validate())
 }
 
 // Decode is the first step: a ClusterEvent document (YAML or JSON) into an event.

@@ -185,9 +185,6 @@ func (f *pollFixture) start(t *testing.T) *service {
 	p := &reconciler.Pipeline{Config: &cfg, Secrets: encryptingFor(t, f.age),
 		Resolvers: []reconciler.Resolver{openstack.NewResolver(f.cloud, openstack.ResolverOptions{}),
 			reconciler.CABundle{File: f.caFile}}}
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	q := &reconciler.Reconciler{Pipeline: p, Sink: &reconciler.GitSink{Repo: repo}, Ledger: reconciler.NewLedger(), Clusters: clusters}
 	q.Start()
 	qctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -29,9 +29,6 @@ func openstackResolver(c *config.OpenStack, cloud *openstack.Cloud) *openstack.R
 // clusters to admins only, and to anyone else a cluster of another project is merely
 // invisible.
 func magnumPoller(c *config.OpenStack, cloud *openstack.Cloud, log *slog.Logger) (*reconciler.Poller, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	sel, err := reconciler.SelectTemplates(c.Poller.Select.Label, c.Poller.Select.Driver)
 	if err != nil {
 		return nil, fmt.Errorf("openstack.poller.%w", err)

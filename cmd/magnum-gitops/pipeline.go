@@ -23,9 +23,6 @@ func pipeline(f *config.File, insecurePlaintext bool) (*reconciler.Pipeline, err
 		Secrets:   reconciler.SecretPolicy{Encrypter: enc, Plaintext: insecurePlaintext},
 		Gate:      &reconciler.Gate{},
 	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	return p, nil
 }
 
