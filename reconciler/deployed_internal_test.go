@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
-	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
@@ -15,14 +13,7 @@ import (
 // Argo CD Application.
 func TestParseDeployedFromJSON(t *testing.T) {
 	t.Parallel()
-	data, err := fixtures.Events.ReadFile("events/01-prod-a-create.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := v1alpha1.DecodeEvent(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := fixtureEvent(t, "01-prod-a-create.yaml")
 	for _, format := range []string{generator.FormatFlux, generator.FormatArgo} {
 		cfg := generator.DefaultConfig()
 		cfg.Format = format

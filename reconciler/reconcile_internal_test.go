@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
-	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
@@ -17,14 +16,7 @@ import (
 // resize is fixture 02 for cluster n (its own UUID, name and stack id) at count workers.
 func resize(t *testing.T, id string, n, count int) *v1alpha1.ClusterEvent {
 	t.Helper()
-	data, err := fixtures.Events.ReadFile("events/02-prod-a-resize-workers.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := v1alpha1.DecodeEvent(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := fixtureEvent(t, "02-prod-a-resize-workers.yaml")
 	ev.ID = id
 	ev.Cluster.UUID = "3e9b7c52-1d4a-4f8e-9b6c-00000000000" + string(rune('0'+n))
 	ev.Cluster.Name, ev.Cluster.StackID = "c"+string(rune('0'+n)), "c"+string(rune('0'+n))+"-stack"

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
@@ -93,10 +91,6 @@ func driverFleet(b *testing.B, clusters, perProject int) ([]*v1alpha1.ClusterEve
 		b.Fatal(err)
 	}
 	tmpl := testenv.DriverRelease(b, base)
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
 	cfg := generator.DefaultConfig()
 	events := make([]*v1alpha1.ClusterEvent, clusters)
 	var stream []byte
@@ -110,16 +104,9 @@ func driverFleet(b *testing.B, clusters, perProject int) ([]*v1alpha1.ClusterEve
 		if err != nil {
 			b.Fatal(err)
 		}
-		if i%perProject == 0 {
-			if err := env.EnsureNamespace(context.Background(), res.Namespace); err != nil {
-				b.Fatal(err)
-			}
-		}
 		rel := *tmpl
 		rel.Name, rel.Namespace, rel.Config = res.ReleaseName, res.Namespace, res.Values
-		if err := storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(rel.Namespace))).Create(&rel); err != nil {
-			b.Fatal(err)
-		}
+		storeRelease(b, &rel)
 		doc, err := yaml.Marshal(ev)
 		if err != nil {
 			b.Fatal(err)

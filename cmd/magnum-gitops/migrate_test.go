@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/client-go/kubernetes"
@@ -23,7 +24,12 @@ import (
 // installs for ev.
 func driverInstalled(t *testing.T, ev *v1alpha1.ClusterEvent) {
 	t.Helper()
-	rel := testenv.DriverRelease(t, ev)
+	storeRelease(t, testenv.DriverRelease(t, ev))
+}
+
+// storeRelease stores rel in the API server's Helm storage, as helm install does.
+func storeRelease(t testing.TB, rel *release.Release) {
+	t.Helper()
 	if err := env.EnsureNamespace(context.Background(), rel.Namespace); err != nil {
 		t.Fatal(err)
 	}
