@@ -623,6 +623,9 @@ func TestE2EClusterAPIFailures(t *testing.T) {
 	if files := strings.Join(h.gitFiles(o.dir()), " "); !strings.Contains(files, "/secret-ca.") {
 		t.Errorf("the delete is not applied, yet Git holds %s for %s: want its Secrets", files, o.release)
 	}
+	// Resumed before source-controller fetched the delete, kustomize-controller would apply
+	// the create alone first, and the cluster would be created, then deleted.
+	h.waitFetched(ans.Revision, time.Minute)
 	h.suspendKustomization(false)
 	h.waitApplied(ans.Revision, 3*time.Minute)
 	h.waitFor("DELETE_COMPLETE once the delete is applied", 2*time.Minute, func() (bool, string) {

@@ -1106,6 +1106,20 @@ func (h *harness) waitApplied(revision string, timeout time.Duration) time.Time 
 	return h.waitAppliedBy(sourceName, revision, timeout)
 }
 
+// waitFetched waits for the root GitRepository's artifact to hold revision.
+func (h *harness) waitFetched(revision string, timeout time.Duration) {
+	h.t.Helper()
+	want := "main@sha1:" + revision
+	h.waitFor("GitRepository "+sourceName+" to fetch "+want, timeout, func() (bool, string) {
+		g, ok := h.get(gvkGitRepository, fluxNamespace, sourceName)
+		if !ok {
+			return false, "no GitRepository"
+		}
+		got, _, _ := unstructured.NestedString(g.Object, "status", "artifact", "revision")
+		return got == want, "artifact " + got
+	})
+}
+
 // fluxFor names the GitRepository and Kustomization that apply a project namespace: the
 // root ones, or in the per-namespace layout the namespace's own.
 func (h *harness) fluxFor(namespace string) string {
