@@ -25,9 +25,13 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	code := testenv.Main(m, &env)
-	// The benchmarks' seed repositories are shared by the whole binary: they go here.
+	// The benchmarks' seed repositories and long history are shared by the whole binary:
+	// they go here.
 	for _, sd := range seeds {
 		_ = os.RemoveAll(filepath.Dir(sd.dir))
+	}
+	if historyDir != "" {
+		_ = os.RemoveAll(filepath.Dir(historyDir))
 	}
 	os.Exit(code)
 }
