@@ -98,6 +98,7 @@ func (r *render) rendered(all []group) []group {
 			continue
 		}
 		if !g.IsDefault && g.Status.Action() == v1alpha1.ActionDelete {
+			r.deviate("nodeGroups", "node group %s is left out while Magnum deletes it (%s); the driver sends it again, which brings its MachineDeployment back", g.Name, g.Status)
 			continue
 		}
 		out = append(out, g)
@@ -157,6 +158,9 @@ func (r *render) nodeGroups(groups []group) []any {
 				r.p.add(g.at("name"), "MachineDeployment name %q (cut to 63 characters by the chart) collides with %s", md, other)
 			}
 			mdNames[md] = g.field
+			if full := r.release + "-" + name; md != full {
+				r.deviate("nodeGroups", "node group %s: its MachineDeployment is %q, cut to 63 characters as the chart cuts it; the driver looks for %q and never finds it", g.Name, md, full)
+			}
 		}
 		seen[name] = g.field
 		if g.NodeCount < 0 {

@@ -72,7 +72,8 @@ func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
 
 	r.identity(res)
 	r.readAdoption()
-	r.chart, r.devs = chartFor(ev, cfg, &r.p)
+	chart, devs := chartFor(ev, cfg, &r.p)
+	r.chart, r.devs = chart, append(r.devs, devs...)
 	res.Chart = r.chart
 	if len(cfg.ManagementCluster.CAPOAPIVersions) == 0 && r.chart.CAPOAPIVersion() != "v1beta1" {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("chart %s writes infrastructure.cluster.x-k8s.io/%s objects: CAPO 0.12 and newer serve only v1beta1, so helm-controller will fail to install it there (set management_cluster.capo_api_versions to refuse such charts)",
@@ -156,6 +157,7 @@ func (r *render) identity(res *Result) {
 	} else {
 		res.ReleaseName = magnum.GenerateReleaseName(c.Name, c.UUID)
 		res.ReleaseNameGenerated = true
+		r.deviate("stack_id", "generated as %q, its suffix from the cluster UUID; the driver draws the suffix at random, so a lost stack_id could never be found again", res.ReleaseName)
 	}
 	r.release = res.ReleaseName
 	field := "cluster.stack_id"

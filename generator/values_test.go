@@ -243,3 +243,51 @@ func TestDeviationsCoverDifferences(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviationsOfTheDriverRules: where the driver's rule is followed differently without a
+// value path to compare (a name, a group left out), the render still says so, once, and
+// only when the rule applies.
+func TestDeviationsOfTheDriverRules(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("g", 50)
+	for _, tc := range []struct {
+		name   string
+		mutate func(*v1alpha1.ClusterEvent, *generator.Config)
+		key    string
+		reason string // a part of the reason
+	}{
+		{"stack_id generated", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) { ev.Cluster.StackID = "" },
+			"stack_id", "suffix from the cluster UUID"},
+		{"a node group Magnum deletes", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.NodeGroups = append(ev.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", Role: "worker", FlavorID: "m1.medium",
+				NodeCount: 1, Status: v1alpha1.DeleteInProgress})
+		}, "nodeGroups", "node group gpu is left out while Magnum deletes it (DELETE_IN_PROGRESS)"},
+		{"a MachineDeployment name the chart cuts", func(ev *v1alpha1.ClusterEvent, _ *generator.Config) {
+			ev.NodeGroups = append(ev.NodeGroups, v1alpha1.NodeGroup{Name: long, Role: "worker", FlavorID: "m1.medium", NodeCount: 1})
+		}, "nodeGroups", "cut to 63 characters as the chart cuts it; the driver looks for \"prod-a-2b7xq4mzkd5h-" + long + "\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			plain, err := renderResult(t, func(*v1alpha1.ClusterEvent, *generator.Config) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hasDeviation(plain, tc.key) {
+				t.Fatalf("the fixture already has a %s deviation: %v", tc.key, plain.Deviations)
+			}
+			res, err := renderResult(t, tc.mutate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found []generator.Deviation
+			for _, d := range res.Deviations {
+				if d.Key == tc.key && strings.Contains(d.Reason, tc.reason) {
+					found = append(found, d)
+				}
+			}
+			if len(found) != 1 {
+				t.Errorf("deviations %v, want one %s saying %q", res.Deviations, tc.key, tc.reason)
+			}
+		})
+	}
+}
