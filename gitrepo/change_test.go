@@ -3,49 +3,13 @@ package gitrepo_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
-
-// TestOptionsRefuseHeaderInjection: a name or email that would end the email early or
-// start a new header of the commit (what git fsck --strict calls badName, badEmail,
-// badDate) is refused by Validate, naming the option.
-func TestOptionsRefuseHeaderInjection(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name      string
-		author    gitrepo.Signature
-		committer *gitrepo.Signature
-		field     string
-	}{
-		{"email closes early", gitrepo.Signature{Name: "m", Email: "m@example.org> 0 +0000"}, nil, "author.email"},
-		{"email opens", gitrepo.Signature{Name: "m", Email: "<m@example.org"}, nil, "author.email"},
-		{"newline in email", gitrepo.Signature{Name: "m", Email: "m@example.org\ncommitter evil <e> 0 +0000"}, nil, "author.email"},
-		{"newline in name", gitrepo.Signature{Name: "m\nx", Email: "m@example.org"}, nil, "author.name"},
-		{"CR in name", gitrepo.Signature{Name: "m\rx", Email: "m@example.org"}, nil, "author.name"},
-		{"NUL in name", gitrepo.Signature{Name: "m\x00", Email: "m@example.org"}, nil, "author.name"},
-		{"angle in name", gitrepo.Signature{Name: "m <x@y>", Email: "m@example.org"}, nil, "author.name"},
-		{"blank name", gitrepo.Signature{Name: "  ", Email: "m@example.org"}, nil, "author.name"},
-		{"missing email", gitrepo.Signature{Name: "m"}, nil, "author.email"},
-		{"committer email", gitrepo.Signature{Name: "m", Email: "m@example.org"}, &gitrepo.Signature{Name: "c", Email: "c>"}, "committer.email"},
-		{"committer name", gitrepo.Signature{Name: "m", Email: "m@example.org"}, &gitrepo.Signature{Name: "c\n", Email: "c@example.org"}, "committer.name"},
-		{"empty committer", gitrepo.Signature{Name: "m", Email: "m@example.org"}, &gitrepo.Signature{}, "committer.name"},
-	} {
-		o := testOptions("https://git.example.org/r.git")
-		o.Author, o.Committer = tc.author, tc.committer
-		err := o.Validate()
-		if err == nil || !strings.Contains(err.Error(), tc.field+":") {
-			t.Errorf("%s: Validate() = %v, want an error naming %s", tc.name, err, tc.field)
-		}
-	}
-	o := testOptions("https://git.example.org/r.git")
-	o.ProtectedBranches = []string{"release/["}
-	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "protected_branches") {
-		t.Errorf("bad pattern: %v", err)
-	}
-}
 
 // TestChangeRefusesWhatFsckWould: NUL in a message part, a trailer breaking its line, and
 // tree entry names git fsck --strict rejects are refused with ErrInvalidChange naming the
@@ -86,5 +50,49 @@ func TestChangeRefusesWhatFsckWould(t *testing.T) {
 	}
 	if after := strings.TrimSpace(git(t, s.dir("hygiene"), "rev-parse", "main")); after != before {
 		t.Error("an invalid change reached the remote")
+	}
+}
+
+// TestCacheDirAndBatch: a clone kept on disk is reused by the next Open, and a batch of
+// changes becomes one commit whose message lists each, later changes winning.
+func TestCacheDirAndBatch(t *testing.T) {
+	t.Parallel()
+	s := newGitServer(t)
+	url := s.newRepo("cached", true)
+	o := testOptions(url)
+	o.CacheDir = t.TempDir()
+	r := open(t, o)
+	if _, err := r.Apply(context.Background(), change("first", map[string]string{"x": "1"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(o.CacheDir, "objects")); err != nil {
+		t.Fatalf("no bare clone in the cache dir: %v", err)
+	}
+	r2 := open(t, o) // reuses and fetches the cached clone
+	a := change("magnum: create cluster a", map[string]string{"c/a.yaml": "a", "shared.yaml": "from a"})
+	a.Trailers = []gitrepo.Trailer{{Key: "Magnum-Event-ID", Value: "e1"}}
+	b := change("magnum: create cluster b", map[string]string{"c/b.yaml": "b", "shared.yaml": "from b"})
+	b.Trailers = []gitrepo.Trailer{{Key: "Magnum-Event-ID", Value: "e2"}}
+	res, err := r2.Apply(context.Background(), a, b)
+	if err != nil || res.NoOp {
+		t.Fatalf("%+v %v", res, err)
+	}
+	clone := checkRepo(t, s.dir("cached"))
+	if n := strings.Count(git(t, clone, "log", "--format=%H"), "\n"); n != 3 {
+		t.Errorf("%d commits, want seed + first + one batch", n)
+	}
+	msg := git(t, clone, "log", "-1", "--format=%B")
+	for _, want := range []string{"magnum: create cluster a (and 1 more)", "* magnum: create cluster b", "Magnum-Event-ID: e1", "Magnum-Event-ID: e2"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("batch message lacks %q:\n%s", want, msg)
+		}
+	}
+	if got, _ := fileAt(t, s.dir("cached"), "main", "shared.yaml"); string(got) != "from b" {
+		t.Errorf("shared.yaml = %q, want the later change's", got)
+	}
+	bad := b
+	bad.Branch = "review/x"
+	if _, err := r2.Apply(context.Background(), a, bad); !errors.Is(err, gitrepo.ErrInvalidChange) {
+		t.Errorf("a batch across branches: %v", err)
 	}
 }
