@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
@@ -100,7 +101,8 @@ func (h *harness) driverInstall(eventFile string, w clusterWant) {
 		}
 		return stdout.Bytes()
 	}
-	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace}}); err != nil {
+	// Several clusters of a project share its namespace.
+	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
 	secrets := 0
@@ -246,18 +248,7 @@ func TestE2EClusterAPIAdoption(t *testing.T) {
 
 	h.driverInstall(eventFile, a)
 	h.waitFor("the driver's cluster to settle under Cluster API", defaultWaitStep, settled)
-	machines := func() (uids, sets []string) {
-		for _, m := range h.list(gvkMachineV2, a.namespace) {
-			uids = append(uids, m.GetName()+"="+string(m.GetUID()))
-		}
-		for _, ms := range h.list(gvkMachineSet2, a.namespace) {
-			sets = append(sets, ms.GetName())
-		}
-		slices.Sort(uids)
-		slices.Sort(sets)
-		return uids, sets
-	}
-	uids, sets := machines()
+	uids, sets := h.machineIdentity(a.namespace, a.release)
 
 	// The adoption: the same cluster as Magnum holds it, marked adopted, with a Heat-era
 	// availability_zone label the driver ignored. migrate, reading the driver's release
@@ -278,7 +269,7 @@ func TestE2EClusterAPIAdoption(t *testing.T) {
 	// Let a rollout that the upgrade would have started show itself.
 	time.Sleep(10 * time.Second)
 	h.waitFor("the cluster to settle again", defaultWaitStep, settled)
-	uidsAfter, setsAfter := machines()
+	uidsAfter, setsAfter := h.machineIdentity(a.namespace, a.release)
 	if !slices.Equal(uids, uidsAfter) || !slices.Equal(sets, setsAfter) {
 		t.Errorf("machines replaced by the adoption:\nMachines before %v\n         after  %v\nMachineSets before %v\n            after  %v", uids, uidsAfter, sets, setsAfter)
 	}
@@ -291,24 +282,7 @@ func TestE2EClusterAPIAdoption(t *testing.T) {
 func (h *harness) migrateIdentical(eventFile, uuid string) {
 	t := h.t
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(h.ctx, h.bin.magnum, "migrate", "-f", eventFile, "--config", h.config,
-		"--kubeconfig", h.kubeconfig, "--dry-run", "-o", "json")
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("magnum-gitops migrate --dry-run: %v\n%s", err, stderr.String())
-	}
-	var reports []struct {
-		ClusterUUID string   `json:"cluster_uuid"`
-		Outcome     string   `json:"outcome"`
-		Reason      string   `json:"reason"`
-		Changes     []string `json:"changes"`
-		Rollout     []string `json:"rollout"`
-		Warnings    []string `json:"warnings"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &reports); err != nil {
-		t.Fatalf("migrate -o json: %v\n%s", err, stdout.String())
-	}
+	reports := h.migrate(eventFile, "--dry-run")
 	if len(reports) != 1 || reports[0].ClusterUUID != uuid || reports[0].Outcome != "identical" ||
 		!strings.Contains(strings.Join(reports[0].Warnings, "\n"), "cluster.labels.availability_zone: ignored") {
 		t.Fatalf("migrate --dry-run: %+v, want the cluster identical to its release, availability_zone held back", reports)
