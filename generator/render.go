@@ -84,6 +84,7 @@ func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
 		r.checkTarget(all)
 		groups := r.rendered(all)
 		res.Values = r.values(groups)
+		r.checkUpgradeImages()
 		r.checkFlavors(groups)
 	}
 	res.Objects.Namespace = &corev1.Namespace{

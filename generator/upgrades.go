@@ -110,12 +110,10 @@ type Deployed struct {
 }
 
 // CheckUpgrade refuses a render that would move a cluster in a way Kubernetes, kubeadm
-// and Cluster API do not support, compared with what is deployed:
-//
-//   - Kubernetes moves forward by at most one minor version per operation (kubeadm
-//     upgrades one minor at a time; the KubeadmControlPlane webhook refuses a skipped
-//     minor and the cluster would be left failed with every later operation blocked), and
-//     never backwards, patch releases included.
+// and Cluster API do not support, compared with what is deployed: Kubernetes never moves
+// backwards (patch releases included), nor to another major version. A move of more than
+// one minor version forward is a chained upgrade (RenderUpgradeStep), rendered one step at
+// a time before this check.
 //
 // The chart's own guard (never older than what is deployed, outside upgrade_cluster) is the
 // reconciler's checkDowngrade.
@@ -135,7 +133,9 @@ func CheckUpgrade(ev *v1alpha1.ClusterEvent, res *Result, dep *Deployed) error {
 		switch {
 		case now.less(old):
 			p.add(field, "Kubernetes %s is older than the %s the cluster runs: Kubernetes is never downgraded (pick an image of %s or newer)", now, old, old)
-		case now.major != old.major || now.minor > old.minor+1:
+		case now.major != old.major:
+			p.add(field, "Kubernetes %s is another major version than the %s the cluster runs: kubeadm cannot upgrade across major versions", now, old)
+		case now.minor > old.minor+1:
 			p.add(field, "Kubernetes %s skips a minor version from the %s the cluster runs: upgrade one minor version at a time (first to %d.%d)", now, old, old.major, old.minor+1)
 		}
 	}

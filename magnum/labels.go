@@ -18,6 +18,9 @@ const (
 
 	// AnnotationClusterName carries the Magnum cluster name, which is no valid label value.
 	AnnotationClusterName = "magnum.openstack.org/cluster-name"
+	// AnnotationUpgradeTarget is on a HelmRelease that deploys a step of a chained upgrade:
+	// the Kubernetes version (X.Y.Z) the chain goes on to.
+	AnnotationUpgradeTarget = "magnum.openstack.org/upgrade-target"
 )
 
 // Labels the openstack-cluster chart and the azimuth addon provider put on a cluster's

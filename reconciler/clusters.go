@@ -62,6 +62,17 @@ func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
 	c.unbury(ev.Cluster.UUID)
 }
 
+// stepped records that a commit of the reconciler's own (an upgrade chain's next step)
+// now carries the cluster's last event: its status waits for that commit, from at.
+func (c *Clusters) stepped(uuid, revision string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec, ok := c.m[uuid]; ok {
+		rec.Revision, rec.At = revision, at
+		c.m[uuid] = rec
+	}
+}
+
 // replace sets a cluster's record as read from Git at head (nil: its delete completed, at
 // at), unless it changed since it was old (nil: absent): the Reconciler indexed a newer event.
 func (c *Clusters) replace(uuid string, old *v1alpha1.ClusterEvent, rec *ClusterRecord, at time.Time, head string) {

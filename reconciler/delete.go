@@ -32,9 +32,13 @@ import (
 // and the cluster it recreates needs its Secrets. So replicas that run the step at once
 // commit each phase once, and a restarted or newly elected leader carries on from Git.
 
-// Management is what the delete step asks of the management cluster; the service answers
-// from its status snapshot and the Kubernetes API.
+// Management is what the delete and upgrade steps ask of the management cluster; the
+// service answers from its status snapshot and the Kubernetes API.
 type Management interface {
+	// RolledOut reports whether Cluster API runs rec's cluster at Kubernetes version
+	// (X.Y.Z) everywhere: the control plane and every MachineDeployment up to date and
+	// ready, nothing rolling out (status.RolledOut).
+	RolledOut(ctx context.Context, rec ClusterRecord, version string) bool
 	// ClusterGone reports whether the CAPI Cluster of rec is gone
 	// (status.Report.SecretsRemovable).
 	ClusterGone(ctx context.Context, rec ClusterRecord) bool

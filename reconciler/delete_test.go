@@ -32,13 +32,27 @@ func deleted(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink, string, r
 	return p, sink, dir, reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace}
 }
 
-// management is the management cluster as a delete step sees it: whether the CAPI Cluster
-// is gone and whether Flux applied a commit, as set; the Secrets deleted, recorded.
+// management is the management cluster as a delete or upgrade step sees it: whether the
+// CAPI Cluster is gone, whether Flux applied a commit and the version Cluster API rolled
+// out, as set; the Secrets deleted, recorded.
 type management struct {
 	mu            sync.Mutex
 	gone, applied bool
+	rolledOut     string
 	fail          error
 	deleted       []string
+}
+
+func (m *management) RolledOut(_ context.Context, _ reconciler.ClusterRecord, version string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rolledOut == version
+}
+
+func (m *management) rollOut(version string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rolledOut = version
 }
 
 func (m *management) set(gone, applied bool, fail error) {

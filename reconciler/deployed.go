@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
 // deployed is what a cluster directory's HelmRelease (or Argo CD Application) holds: the
@@ -17,6 +18,9 @@ import (
 type deployed struct {
 	values       map[string]any
 	chartVersion string
+	// upgradeTarget is set while the object deploys a step of a chained upgrade
+	// (magnum.AnnotationUpgradeTarget).
+	upgradeTarget string
 }
 
 // readDeployed reads a cluster directory's HelmRelease or Application once per plan; nil
@@ -44,6 +48,9 @@ func readDeployed(tree Tree, dir string, g *Gate) (*deployed, error) {
 // b, from its JSON j when known.
 func parseDeployed(b, j []byte) (*deployed, error) {
 	var doc struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
 		Spec struct {
 			Values json.RawMessage `json:"values"`
 			Chart  struct {
@@ -68,7 +75,7 @@ func parseDeployed(b, j []byte) (*deployed, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &deployed{chartVersion: doc.Spec.Chart.Spec.Version}
+	d := &deployed{chartVersion: doc.Spec.Chart.Spec.Version, upgradeTarget: doc.Metadata.Annotations[magnum.AnnotationUpgradeTarget]}
 	if d.chartVersion == "" {
 		d.chartVersion = doc.Spec.Source.TargetRevision
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"text/template"
 	"time"
@@ -139,6 +140,9 @@ func (s *GitSink) resyncPlan(p *Pipeline, pl *Plan, out *Outcome) planFunc {
 			return gitrepo.Change{}, errNothingToDo
 		}
 		fresh, err := p.Plan(ev, res, base)
+		if errors.Is(err, ErrUpgradeInProgress) {
+			return gitrepo.Change{}, errNothingToDo
+		}
 		if err != nil {
 			return gitrepo.Change{}, err
 		}

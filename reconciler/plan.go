@@ -25,6 +25,11 @@ type Plan struct {
 	// Commit is the change for Git: Changes with a message a reviewer understands.
 	Commit gitrepo.Change
 
+	// Step is set when the event asks for a Kubernetes version more than one minor ahead of
+	// what the tree deploys: the plan deploys this step of the chain, and the record keeps
+	// the event (upgrade.go).
+	Step *generator.UpgradeStep
+
 	// record is, for a resync, the record it rendered, as read: committing it is right only
 	// while the branch still holds that record.
 	record []byte
@@ -39,7 +44,17 @@ func (pl *Plan) Paths() []string { return slices.Sorted(maps.Keys(pl.Changes)) }
 // Plan runs the encode and diff steps for a rendered event against what tree holds. An
 // event for a cluster whose record says it was adopted is rendered again as adopted
 // (inherit): the plan's Event and Result are then that event's.
+//
+// An event that moves Kubernetes while an upgrade chain is under way (the tree's
+// HelmRelease deploys a step of it) is refused with ErrUpgradeInProgress: only the
+// reconciler's upgrade step moves a chain on, once Cluster API rolled out its last step.
 func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree Tree) (*Plan, error) {
+	return p.plan(ev, res, tree, false)
+}
+
+// plan is Plan; chained says the caller is the upgrade step, which found the deployed
+// version rolled out.
+func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree Tree, chained bool) (*Plan, error) {
 	dir := generator.ClusterDir(p.Config, res.Namespace, res.ReleaseName)
 	if rec, ok, err := tree.ReadFile(path.Join(dir, RecordFile)); err != nil {
 		return nil, stepError("read", err)
@@ -108,6 +123,19 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 		}
 		if err := checkDowngrade(dep, ev, res); err != nil {
 			return nil, stepError("diff", err)
+		}
+		if step, err := p.chain(ev, res, dep, chained); err != nil {
+			return nil, err
+		} else if step != nil {
+			// The step's plan, from the same tree: its HelmRelease, the event's record.
+			pl, err := p.plan(ev, step.res, tree, true)
+			if err != nil {
+				return nil, err
+			}
+			pl.Step = step.UpgradeStep
+			pl.Commit.Body += "\n" + step.String()
+			pl.Commit.Trailers = append(pl.Commit.Trailers, gitrepo.Trailer{Key: TrailerUpgradeTarget, Value: step.Target})
+			return pl, nil
 		}
 		if err := checkUpgrade(dep, ev, res); err != nil {
 			return nil, stepError("diff", err)

@@ -52,9 +52,11 @@ type Reconciler struct {
 	// Now stamps records; time.Now when nil.
 	Now func() time.Time
 	// Management, when set, lets a deleted cluster's reconcile take it through the phases
-	// of its delete (delete.go); ObserveDelete, when set, is told what each step did.
-	Management    Management
-	ObserveDelete func(DeleteProgress)
+	// of its delete (delete.go), and an upgrade chain's through its steps (upgrade.go);
+	// ObserveDelete and ObserveUpgrade, when set, are told what each step did.
+	Management     Management
+	ObserveDelete  func(DeleteProgress)
+	ObserveUpgrade func(UpgradeProgress)
 
 	desired *desired
 	done    chan struct{}
@@ -239,8 +241,9 @@ type scope struct {
 	outs     []*Outcome
 	errs     []error
 	// del is the delete step's, when the cluster is being deleted and it had something to
-	// do or report.
+	// do or report; up is the upgrade step's, likewise, during an upgrade chain.
 	del *deletion
+	up  *upgrading
 }
 
 // waiting reports whether operations of the scope wait for Git after the prologue.
@@ -306,24 +309,36 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 		}
 		plans, index = append(plans, r.Sink.plan(r.Pipeline, op.ev, res, "", sc.outs[i])), append(index, i)
 	}
-	// The delete step follows the cluster's operations: one waiting for Git changes what
-	// the step would read, so it waits for the cluster's next reconcile.
+	// The delete or upgrade step follows the cluster's operations: one waiting for Git
+	// changes what the step would read, so it waits for the cluster's next reconcile.
 	if r.Management != nil && r.Clusters != nil && !sc.waiting() {
 		if rec, ok := r.Clusters.Get(sc.uuid); ok && rec.Event.Operation == v1alpha1.DeleteCluster {
 			if sc.del = r.deleteStep(ctx, rec); sc.del != nil && sc.del.plan != nil {
 				plans = append(plans, sc.del.plan)
 			}
+		} else if ok && len(sc.ops) == 0 {
+			if sc.up = r.upgradeStep(ctx, rec); sc.up != nil && sc.up.plan != nil {
+				plans = append(plans, sc.up.plan)
+			}
 		}
 	}
 	results, err := g.commit(ctx, sc.member, plans, stats)
-	if sc.del != nil && sc.del.plan != nil {
-		var c committed
-		if err == nil {
-			c = results[len(results)-1]
+	last := func() committed {
+		if err != nil {
+			return committed{}
 		}
-		r.deleted(sc.del, c, err)
+		return results[len(results)-1]
+	}
+	if sc.del != nil && sc.del.plan != nil {
+		r.deleted(sc.del, last(), err)
 		if sc.del.progress.Commit != "" {
 			r.pushed(sc.del.rec.Namespace, nil)
+		}
+	}
+	if sc.up != nil && sc.up.plan != nil {
+		r.upgraded(sc.up, last(), err)
+		if pl := sc.up.out.Plan; sc.up.progress.Commit != "" && pl != nil {
+			r.pushed(pl.Result.Namespace, pl.Paths())
 		}
 	}
 	for k, i := range index {
@@ -393,6 +408,9 @@ func (r *Reconciler) summarize(sc *scope) {
 	}
 	if d := sc.del; d != nil && r.ObserveDelete != nil && (d.progress.Commit != "" || d.progress.Err != nil) {
 		r.ObserveDelete(d.progress)
+	}
+	if u := sc.up; u != nil && r.ObserveUpgrade != nil && (u.progress.Commit != "" || u.progress.Err != nil) {
+		r.ObserveUpgrade(u.progress)
 	}
 }
 

@@ -222,6 +222,9 @@ func (p *Pipeline) resyncOne(ctx context.Context, repo FileLister, f string, has
 		return nil, err
 	}
 	pl, err := p.Plan(ev, res, repo)
+	if errors.Is(err, ErrUpgradeInProgress) {
+		return nil, nil // the upgrade step moves it on (upgrade.go)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,8 @@ func Evaluate(v View, o Objects, opts Options) Report {
 	// Whether Flux has applied the operation's commit is asked once (Options.Includes may
 	// walk the repository) and decides for the cluster and its node groups alike.
 	pending := revisionPending(v, o, opts)
-	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, cc, pending)
+	stepAt, target := upgradeStep(v, o, pending)
+	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, cc, groupsHeld(v, o, cc, pending, stepAt))
 	for _, ng := range v.NodeGroups {
 		if ng.Role != v1alpha1.RoleMaster && ng.Status.Action() != v1alpha1.ActionDelete {
 			r.WorkerGroups++
@@ -76,6 +77,9 @@ func Evaluate(v View, o Objects, opts Options) Report {
 		r.Status, r.StatusReason, r.SecretsRemovable = deleting(v, o, opts, cc, pending)
 	case v.Status == v1alpha1.CreateInProgress || v.Status == v1alpha1.UpdateInProgress:
 		b := progress(v, o, opts, cc, pending)
+		if stepAt != "" {
+			b = chained(b, target, stepAt)
+		}
 		switch {
 		case b == nil:
 			r.Status = v1alpha1.StatusOf(action, v1alpha1.Complete)
@@ -90,6 +94,23 @@ func Evaluate(v View, o Objects, opts Options) Report {
 		}
 	}
 	return r
+}
+
+// groupsHeld says why no node group's create or update may complete yet, "" when they
+// may: Flux has not applied the operation's commit (pending), Helm has not applied its
+// values (the objects still show the state before it), or the HelmRelease deploys a step of
+// a chained upgrade (stepAt). Until then a group's objects can look done at the old state.
+func groupsHeld(v View, o Objects, cc conditionCache, pending, stepAt string) string {
+	if held := cmp.Or(pending, stepAt); held != "" {
+		return held
+	}
+	if a := v.Status.Action(); a != v1alpha1.ActionCreate && a != v1alpha1.ActionUpdate {
+		return ""
+	}
+	if b := gitopsChain(v, o, pending, cc); b != nil {
+		return b.reason
+	}
+	return ""
 }
 
 // deadline is how long an action may take before it is FAILED.

@@ -28,7 +28,8 @@ const (
 // A group in an operation ends only once Flux has applied the operation's commit, the
 // cluster's own rule (notApplied is revisionPending's answer): before that its
 // MachineDeployment still shows the old, ready state, and an update or upgrade would read
-// as complete at once.
+// as complete at once. notApplied (groupsHeld's answer) also holds them while Helm has
+// not applied the values, and between the steps of an upgrade chain.
 func nodeGroups(v View, o Objects, opts Options, cc conditionCache, notApplied string) (out []NodeGroupReport, nodes, masters int) {
 	for _, ng := range v.NodeGroups {
 		rep := NodeGroupReport{Name: ng.Name, Status: ng.Status, NodeCount: ng.NodeCount}

@@ -221,3 +221,21 @@ func AppliedCommit(revision string) string {
 	}
 	return id
 }
+
+// UpgradeChains lists, by Magnum UUID, the clusters whose HelmRelease deploys a step of a
+// chained upgrade (magnum.AnnotationUpgradeTarget): the leader requeues them.
+func (s *Snapshot) UpgradeChains() []string {
+	var out []string
+	for _, objs := range s.byCluster {
+		for _, hr := range objs {
+			if g, _ := splitAPIVersion(hr); g != FluxHelmGroup || kindOf(hr) != "HelmRelease" || hr.GetAnnotations()[magnum.AnnotationUpgradeTarget] == "" {
+				continue
+			}
+			if uuid := label(hr, magnum.LabelClusterUUID); uuid != "" {
+				out = append(out, uuid)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}

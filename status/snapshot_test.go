@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 	"github.com/magnum-gitops/magnum-gitops/status"
 )
 
@@ -263,5 +265,36 @@ func TestSnapshotPerNamespace(t *testing.T) {
 		if k := snap.Objects(status.View{Namespace: ns}).Kustomization; (k != nil) != (want != "") {
 			t.Errorf("per-namespace %s: Objects found Kustomization %v", ns, k != nil)
 		}
+	}
+}
+
+// TestSnapshotUpgradeChains: the clusters whose Flux HelmRelease carries the upgrade-target
+// annotation are listed by Magnum UUID, sorted; other HelmReleases, and the addon
+// provider's HelmReleases of the same kind name, are not.
+func TestSnapshotUpgradeChains(t *testing.T) {
+	t.Parallel()
+	hr := func(group, name, uuid, target string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion(group + "/v2")
+		o.SetKind("HelmRelease")
+		o.SetNamespace("magnum-p")
+		o.SetName(name)
+		o.SetLabels(map[string]string{magnum.LabelClusterUUID: uuid})
+		if target != "" {
+			o.SetAnnotations(map[string]string{magnum.AnnotationUpgradeTarget: target})
+		}
+		return o
+	}
+	snap, err := status.TakeSnapshot(context.Background(), status.StaticSource{
+		hr(status.FluxHelmGroup, "b", "uuid-b", "1.35.0"),
+		hr(status.FluxHelmGroup, "a", "uuid-a", "1.34.3"),
+		hr(status.FluxHelmGroup, "c", "uuid-c", ""),
+		hr("addons.stackhpc.com", "d", "uuid-d", "1.35.0"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"uuid-a", "uuid-b"}, snap.UpgradeChains()); diff != "" {
+		t.Errorf("UpgradeChains (-want +got):\n%s", diff)
 	}
 }

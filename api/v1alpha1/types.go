@@ -174,6 +174,10 @@ type Taint struct {
 // Resolved carries what the driver looks up in OpenStack at every render.
 type Resolved struct {
 	Image *Image `json:"image,omitempty"`
+	// UpgradeImages are images a chained upgrade may step through: when the cluster runs a
+	// Kubernetes version more than one minor behind Image's, it is taken there one minor at
+	// a time, each step on the newest image of its minor listed here (generator.UpgradeStep).
+	UpgradeImages []Image `json:"upgrade_images,omitempty"`
 	// Networks and Subnets map a Neutron name (or id) to its id.
 	Networks map[string]string `json:"networks,omitempty"`
 	Subnets  map[string]string `json:"subnets,omitempty"`

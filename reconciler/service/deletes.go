@@ -15,8 +15,8 @@ import (
 
 // deletes requeues every deleted cluster, so that its reconcile takes it one phase of its
 // delete further when the management cluster allows it (reconciler/delete.go). Only the
-// leader requeues: the phases are read back from Git, so a restarted or newly elected
-// leader carries on where the last one stopped.
+// leader requeues (requeue): the phases are read back from Git, so a restarted or newly
+// elected leader carries on where the last one stopped.
 func (s *Service) deletes(context.Context) {
 	var uuids []string
 	for _, rec := range s.clusters.All() {
@@ -41,7 +41,8 @@ func (s *Service) observeDelete(d reconciler.DeleteProgress) {
 	}
 }
 
-// management answers the delete step from the judge's snapshot and the Kubernetes API.
+// management answers the delete and upgrade steps from the judge's snapshot and the
+// Kubernetes API.
 type management struct{ s *Service }
 
 func (m management) ClusterGone(ctx context.Context, rec reconciler.ClusterRecord) bool {

@@ -64,7 +64,8 @@ type Options struct {
 	HealthInterval time.Duration
 	// ResyncInterval re-renders every cluster from its record (0: only at start).
 	ResyncInterval time.Duration
-	// DeleteInterval is how often deleted clusters are checked for their second phase.
+	// DeleteInterval is how often deleted clusters are checked for their second phase, and
+	// chained upgrades for their next step.
 	DeleteInterval time.Duration
 	// Elect, when set, blocks until this replica leads and returns a context that ends
 	// when it stops leading; nil means this replica always leads.
@@ -200,7 +201,7 @@ func (s *Service) run(ctx context.Context) error {
 			s.judge.perNamespace = f.SourceNamespace
 		}
 		s.api.Status, s.api.Applied = s.judge.lookup, s.judge.applied
-		s.reconciler.Management, s.reconciler.ObserveDelete = management{s}, s.observeDelete
+		s.reconciler.Management, s.reconciler.ObserveDelete, s.reconciler.ObserveUpgrade = management{s}, s.observeDelete, s.observeUpgrade
 	}
 
 	if s.requester != nil {
@@ -481,7 +482,7 @@ func (s *Service) loops(ctx context.Context) {
 		})
 	}
 	if s.judge != nil {
-		loop(s.o.DeleteInterval, true, s.deletes)
+		loop(s.o.DeleteInterval, true, s.requeue)
 		if s.o.Reporter != nil {
 			loop(s.o.HealthInterval, false, s.health)
 		}

@@ -1,0 +1,49 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/status"
+)
+
+// requeue is the leader's level trigger: every deleted cluster, and every cluster in the
+// middle of a chained upgrade, is reconciled again, so that its delete or upgrade step
+// takes it further when the management cluster allows it.
+func (s *Service) requeue(ctx context.Context) {
+	s.deletes(ctx)
+	s.upgrades(ctx)
+}
+
+// upgrades requeues the clusters whose HelmRelease deploys a step of a chained upgrade
+// (reconciler/upgrade.go), as the management cluster shows them.
+func (s *Service) upgrades(ctx context.Context) {
+	snap, err := s.judge.snapshot(ctx)
+	if err != nil || snap == nil {
+		return // the health loop reports an unreadable management cluster
+	}
+	s.reconciler.Requeue(snap.UpgradeChains()...)
+}
+
+// observeUpgrade logs what a reconcile's upgrade step did.
+func (s *Service) observeUpgrade(u reconciler.UpgradeProgress) {
+	log := s.o.Log.With("cluster", u.ClusterUUID, "stack_id", u.StackID)
+	if u.Err != nil {
+		log.Error("upgrade chain: next step", "from", u.From, "error", u.Err)
+		return
+	}
+	log.Info("upgrade chain: next step committed", "from", u.From, "to", u.To, "target", u.Target, "commit", u.Commit)
+}
+
+// RolledOut answers the upgrade step from a snapshot taken after the cluster's last step
+// was committed (status.RolledOut).
+func (m management) RolledOut(ctx context.Context, rec reconciler.ClusterRecord, version string) bool {
+	j := m.s.judge
+	v := View(rec)
+	snap, err := j.snapshotAfter(ctx, rec.At)
+	if err != nil {
+		return false
+	}
+	return status.RolledOut(v, snap.Objects(v), status.OptionsFor(rec.Event, j.options(time.Now())), version)
+}
