@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
@@ -129,4 +132,63 @@ func imageFacts(field string, img *images.Image) (v1alpha1.Image, error) {
 func property(img *images.Image, key string) string {
 	v, _ := img.Properties[key].(string)
 	return strings.TrimSpace(v)
+}
+
+// upgradeImagesLookup lists, for an upgrade_cluster that names none, the images a chained
+// upgrade may step through (generator.RenderUpgradeStep): of the active images the project
+// sees with a kube_version that is a Kubernetes release and an os_distro, the newest patch
+// of each minor version and distribution.
+func (r *Resolver) upgradeImagesLookup(project string) lookup {
+	return func(ctx context.Context) (func(*v1alpha1.Resolved), error) {
+		imgs, err := cached(ctx, r.cache, cacheKey{project, "upgrade images", ""}, func(ctx context.Context) ([]v1alpha1.Image, error) {
+			c, err := r.client("image", r.cloud.Image)
+			if err != nil {
+				return nil, err
+			}
+			pages, err := images.List(c, images.ListOpts{Status: images.ImageStatusActive}).AllPages(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("glance: listing images: %w", err)
+			}
+			all, err := images.ExtractImages(pages)
+			if err != nil {
+				return nil, fmt.Errorf("glance: reading images: %w", err)
+			}
+			return newestPerMinor(all), nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return func(res *v1alpha1.Resolved) { res.UpgradeImages = imgs }, nil
+	}
+}
+
+// newestPerMinor keeps, of the images with a kube_version release and an os_distro, the
+// newest of each minor version and distribution, sorted by distribution and version.
+func newestPerMinor(all []images.Image) []v1alpha1.Image {
+	type key struct {
+		minor  string
+		distro string
+	}
+	best := map[key]*semver.Version{}
+	out := map[key]v1alpha1.Image{}
+	for i := range all {
+		img := &all[i]
+		kv, distro := property(img, "kube_version"), property(img, "os_distro")
+		v, err := semver.StrictNewVersion(strings.TrimPrefix(kv, "v"))
+		if err != nil || v.Prerelease() != "" || v.Metadata() != "" || distro == "" || !magnum.IsUUIDLike(img.ID) {
+			continue
+		}
+		k := key{fmt.Sprintf("%d.%d", v.Major(), v.Minor()), distro}
+		if b := best[k]; b == nil || b.LessThan(v) {
+			best[k], out[k] = v, v1alpha1.Image{ID: img.ID, KubeVersion: kv, OSDistro: distro}
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(out), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.distro, b.distro), best[a].Compare(best[b]))
+	})
+	list := make([]v1alpha1.Image, len(keys))
+	for i, k := range keys {
+		list[i] = out[k]
+	}
+	return list
 }

@@ -118,6 +118,9 @@ func (r *Resolver) lookups(ev *v1alpha1.ClusterEvent, project string) []lookup {
 	if l := r.imageLookup(ev, project); l != nil {
 		out = append(out, l)
 	}
+	if ev.Operation == v1alpha1.UpgradeCluster && res.UpgradeImages == nil {
+		out = append(out, r.upgradeImagesLookup(project))
+	}
 	if ref := ev.ClusterTemplate.ExternalNetworkID; needsName(ref, res.Networks) {
 		out = append(out, r.networkLookup(project, ref, "cluster_template.external_network_id", true))
 	}

@@ -412,3 +412,59 @@ func dump(r v1alpha1.Resolved) string {
 	}
 	return b.String()
 }
+
+// TestResolveUpgradeImages: an upgrade_cluster that names no upgrade images gets them from
+// the real Glance: the newest image of each Kubernetes minor and distribution, only
+// releases (a suffixed version is left out); other operations, and an upgrade that names
+// its own (even none), are left alone.
+func TestResolveUpgradeImages(t *testing.T) {
+	f := newResolverFixture(t)
+	distro := "chain-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	public := func() *images.ImageVisibility { v := images.ImageVisibilityPublic; return &v }
+	img := func(kube string) string {
+		id := f.glance.CreateImage(t, images.CreateOpts{Name: distro + "-" + kube, Visibility: public(),
+			Properties: map[string]string{"kube_version": kube, "os_distro": distro}}).ID
+		f.glance.Upload(t, id, []byte("not a disk"))
+		return id
+	}
+	img("v1.34.2")
+	// Never uploaded: queued, not offered.
+	f.glance.CreateImage(t, images.CreateOpts{Name: distro + "-queued", Visibility: public(),
+		Properties: map[string]string{"kube_version": "v1.34.9", "os_distro": distro}})
+	newest134, only135 := img("v1.34.5"), img("v1.35.0")
+	img("v1.36.1+k3s1")
+	want := []v1alpha1.Image{{ID: newest134, KubeVersion: "v1.34.5", OSDistro: distro}, {ID: only135, KubeVersion: "v1.35.0", OSDistro: distro}}
+
+	for _, tc := range []struct {
+		name  string
+		op    v1alpha1.Operation
+		given []v1alpha1.Image
+		want  []v1alpha1.Image
+	}{
+		{"an upgrade naming none", v1alpha1.UpgradeCluster, nil, want},
+		{"an upgrade naming its own", v1alpha1.UpgradeCluster, []v1alpha1.Image{}, []v1alpha1.Image{}},
+		{"a resize", v1alpha1.ResizeCluster, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := f.event()
+			ev.Operation, ev.Resolved.UpgradeImages = tc.op, tc.given
+			if err := openstack.NewResolver(f.cloud, openstack.ResolverOptions{}).Resolve(t.Context(), ev); err != nil {
+				t.Fatal(err)
+			}
+			got := ev.Resolved.UpgradeImages
+			if len(tc.want) > 0 {
+				// Glance is shared by the test binary: other tests' images are there too.
+				var mine []v1alpha1.Image
+				for _, i := range got {
+					if i.OSDistro == distro {
+						mine = append(mine, i)
+					}
+				}
+				got = mine
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("upgrade_images = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

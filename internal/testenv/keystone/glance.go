@@ -1,6 +1,7 @@
 package keystone
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/imagedata"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 )
 
@@ -243,6 +245,21 @@ func (g *Glance) CreateImage(t testing.TB, opts images.CreateOpts) *images.Image
 		}
 	})
 	return img
+}
+
+// Upload uploads data to an image as the admin, which makes it active, as the images a
+// cloud offers are.
+func (g *Glance) Upload(t testing.TB, id string, data []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	client, err := g.adminClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := imagedata.Upload(ctx, client, id, bytes.NewReader(data)).ExtractErr(); err != nil {
+		t.Fatalf("glance: uploading image %s: %v", id, err)
+	}
 }
 
 // adminClient is an image v2 client for the admin, pointed at Glance directly: the test
