@@ -99,7 +99,8 @@ class Driver(driver.Driver):
             if CONF.gitops.resolve_in_conductor:
                 osc = osc or clients.OpenStackClients(context)
                 resolved = resolve_mod.resolve(context, osc, cluster, template, groups,
-                                               interface=CONF.gitops.app_cred_interface)
+                                               interface=CONF.gitops.app_cred_interface,
+                                               upgrade=operation == "upgrade_cluster")
             ev = event_mod.build(operation, context, cluster, template, groups,
                                  nodegroup=nodegroup, params=params, resolved=resolved,
                                  secrets=secrets, event_id=event_id, conductor_host=CONF.host)

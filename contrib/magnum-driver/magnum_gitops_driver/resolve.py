@@ -6,6 +6,8 @@ Works with both client generations Magnum has used: the legacy python-*clients (
 warning) and the service resolves it or names it as missing.
 """
 
+import re
+
 from oslo_log import log as logging
 from oslo_utils import uuidutils
 
@@ -38,6 +40,35 @@ def image(osc, image_ref):
         if value:
             out[key] = str(value)
     return out
+
+
+_RELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+
+
+def _active_images(osc):
+    glance = osc.glance()
+    if hasattr(glance, "find_image"):  # openstacksdk
+        return list(glance.images(status="active"))
+    return list(glance.images.list(filters={"status": "active"}))
+
+
+def upgrade_images(osc):
+    """Images a chained upgrade may step through, one Kubernetes minor at a time.
+
+    Of the active images with a kube_version release and an os_distro, the newest of each
+    minor version and distribution; the service picks each step's among them.
+    """
+    best = {}
+    for img in _active_images(osc):
+        kube, distro, iid = _get(img, "kube_version"), _get(img, "os_distro"), _get(img, "id")
+        m = _RELEASE.match(str(kube or ""))
+        if not m or not distro or not uuidutils.is_uuid_like(iid):
+            continue
+        version = tuple(int(x) for x in m.groups())
+        key = (str(distro), version[0], version[1])
+        if key not in best or best[key][0] < version:
+            best[key] = (version, {"id": iid, "kube_version": str(kube), "os_distro": str(distro)})
+    return [best[k][1] for k in sorted(best)]
 
 
 def _flavor_list(osc):
@@ -97,8 +128,11 @@ def subnets(context, fixed_subnet):
     return {fixed_subnet: neutron.get_fixed_subnet_id(context, fixed_subnet)}
 
 
-def resolve(context, osc, cluster, template, groups, interface="public"):
-    """The ``resolved`` section: every lookup that succeeded."""
+def resolve(context, osc, cluster, template, groups, interface="public", upgrade=False):
+    """The ``resolved`` section: every lookup that succeeded.
+
+    ``upgrade`` (an upgrade_cluster) adds the images a chained upgrade may step through.
+    """
     out = {}
 
     def section(name, fn):
@@ -115,6 +149,8 @@ def resolve(context, osc, cluster, template, groups, interface="public"):
 
     if template is not None and template.image_id:
         section("image", lambda: image(osc, template.image_id))
+    if upgrade:
+        section("upgrade_images", lambda: upgrade_images(osc))
     fixed_network = cluster.fixed_network or (template.fixed_network if template else None)
     fixed_subnet = cluster.fixed_subnet or (template.fixed_subnet if template else None)
     external = template.external_network_id if template else None

@@ -23,10 +23,18 @@ KEYSTONE_URL = "https://keystone.example.org:5000/v3"
 REGION = "RegionOne"
 APP_CRED_SECRET_PREFIX = "appcred-secret-DO-NOT-LOG-"
 
+IMAGE_OLD_PATCH_ID = "3f4e5d6c-7081-4c9d-8eaf-2a3b4c5d6e7f"
+IMAGE_K3S_ID = "4a5f6e7d-8192-4dae-9fb0-3b4c5d6e7f80"
 IMAGES = {
     IMAGE_ID: {"id": IMAGE_ID, "name": IMAGE_NAME, "kube_version": "v1.33.7",
                "os_distro": "ubuntu"},
     IMAGE_NEW_ID: {"id": IMAGE_NEW_ID, "name": IMAGE_NEW_NAME, "kube_version": "v1.34.2",
+                   "os_distro": "ubuntu"},
+    # Older patch of a minor listed above, and a version that is no Kubernetes release:
+    # neither is a step of a chained upgrade.
+    IMAGE_OLD_PATCH_ID: {"id": IMAGE_OLD_PATCH_ID, "name": "ubuntu-2404-kube-v1.34.1",
+                         "kube_version": "v1.34.1", "os_distro": "ubuntu"},
+    IMAGE_K3S_ID: {"id": IMAGE_K3S_ID, "name": "k3s", "kube_version": "v1.35.0+k3s1",
                    "os_distro": "ubuntu"},
 }
 NETWORKS = [
@@ -198,6 +206,9 @@ class _SdkImage(object):
 
 
 class _SdkImageProxy(object):
+    def images(self, **query):
+        return iter([_SdkImage(d) for d in IMAGES.values()])
+
     def find_image(self, name_or_id, ignore_missing=True):
         for d in IMAGES.values():
             if name_or_id in (d["id"], d["name"]):

@@ -285,6 +285,11 @@ class TestOperations(base.DriverTestCase):
                          ev["params"])
         self.assertEqual(fakes.IMAGE_NEW_ID, ev["resolved"]["image"]["id"])
         self.assertEqual("v1.34.2", ev["resolved"]["image"]["kube_version"])
+        # The images a chained upgrade may step through: the newest release of each minor.
+        self.assertEqual([{"id": fakes.IMAGE_ID, "kube_version": "v1.33.7", "os_distro": "ubuntu"},
+                          {"id": fakes.IMAGE_NEW_ID, "kube_version": "v1.34.2",
+                           "os_distro": "ubuntu"}],
+                         ev["resolved"]["upgrade_images"])
         self.assertEqual({"UPDATE_IN_PROGRESS"}, {n["status"] for n in ev["nodegroups"]})
         cluster = self.reload(self.cluster)
         self.assertEqual(new.uuid, cluster.cluster_template_id)
@@ -419,9 +424,20 @@ class TestSdkShapedClients(base.DriverTestCase):
                           "os_distro": "ubuntu"}, ev["resolved"]["image"])
         self.assertEqual(fakes.VOLUME_TYPES, ev["resolved"]["volume_types"])
         self.assertEqual({"m1.large", "m1.medium"}, set(ev["resolved"]["flavors"]))
+        self.assertNotIn("upgrade_images", ev["resolved"])  # a create steps through nothing
         (ac_id,) = self.rec.app_creds
         self.assertTrue(ac_id.startswith("sdk"))
         self.assertEqual(ac_id, ev["secrets"]["application_credential"]["id"])
+
+    def test_upgrade_lists_step_images_through_sdk(self):
+        posts = base.Recorded().patch(self)
+        cluster = self.set_status(self.create_cluster(self.make_template()), "CREATE_COMPLETE")
+        posts.events.clear()
+        new = self.make_template(image_id=fakes.IMAGE_NEW_NAME, name="k8s-1.34-ubuntu")
+        worker = self.groups(cluster)["default-worker"]
+        self.cluster_handler.cluster_upgrade(self.context, cluster, new, 2, worker)
+        self.assertEqual([fakes.IMAGE_ID, fakes.IMAGE_NEW_ID],
+                         [i["id"] for i in posts.events[-1]["resolved"]["upgrade_images"]])
 
     def test_refusal_deletes_through_sdk(self):
         base.Recorded(error=client_mod.service_error(422, "no")).patch(self)
