@@ -28,7 +28,7 @@ type DirSink struct {
 var ErrSymlink = errors.New("refusing to follow a symbolic link")
 
 // Apply runs the pipeline for one event and writes the plan into the directory.
-func (s *DirSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEvent) (*Outcome, error) {
+func (s *DirSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEvent) (*Written, error) {
 	res, err := p.Render(ctx, ev)
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func (s *DirSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 		return nil, stepError("write", err)
 	}
 	defer root.Close()
-	return &Outcome{Plan: pl}, stepError("write", writePlan(root, pl))
+	return &Written{Plan: pl}, stepError("write", writePlan(root, pl))
 }
 
 // Tree returns a Tree over the directory, for diff; a missing directory is empty.

@@ -27,8 +27,8 @@ type GitSink struct {
 // branchVars are the fields a ReviewBranch template can use.
 type branchVars struct{ StackID, EventID, ClusterUUID, Operation string }
 
-// Outcome is what a sink did with one event.
-type Outcome struct {
+// Written is what a sink did with one event: the plan and, once pushed, its commit.
+type Written struct {
 	Plan *Plan
 	// Commit is the pushed commit; empty when nothing changed.
 	Commit string
@@ -49,18 +49,18 @@ type Timings struct {
 }
 
 // NoOp reports whether the repository already held the change.
-func (o *Outcome) NoOp() bool { return o.Commit == "" }
+func (o *Written) NoOp() bool { return o.Commit == "" }
 
 // Apply runs the pipeline for one event and commits the plan. When the remote moved, the
 // plan is made again on the new head, so a Secret whose plaintext another writer already
 // committed keeps that writer's ciphertext and identical intent never conflicts.
-func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEvent) (*Outcome, error) {
+func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEvent) (*Written, error) {
 	t0 := time.Now()
 	res, err := p.Render(ctx, ev)
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{Timings: Timings{Render: time.Since(t0)}}
+	out := &Written{Timings: Timings{Render: time.Since(t0)}}
 	var branch string
 	if s.ReviewBranch != "" {
 		if branch, err = s.reviewBranch(ev, res.ReleaseName); err != nil {
@@ -78,7 +78,7 @@ func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 // plan plans the event against a tree: the head, and the new head again when the head
 // moved under it, so a Secret another writer already committed with the same plaintext
 // keeps that writer's ciphertext, and identical intent never conflicts.
-func (s *GitSink) plan(p *Pipeline, ev *v1alpha1.ClusterEvent, res *generator.Result, branch string, out *Outcome) planFunc {
+func (s *GitSink) plan(p *Pipeline, ev *v1alpha1.ClusterEvent, res *generator.Result, branch string, out *Written) planFunc {
 	return func(base gitrepo.Tree) (gitrepo.Change, error) {
 		if err := checkReusedID(base, recordPath(p.Config, res), ev); err != nil {
 			return gitrepo.Change{}, err
@@ -97,7 +97,7 @@ func (s *GitSink) plan(p *Pipeline, ev *v1alpha1.ClusterEvent, res *generator.Re
 }
 
 // setResult copies what gitrepo did into the outcome.
-func (o *Outcome) setResult(gr *gitrepo.Result) {
+func (o *Written) setResult(gr *gitrepo.Result) {
 	if gr == nil {
 		return
 	}
@@ -129,7 +129,7 @@ func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (strin
 // resyncPlan plans a resync against a tree: only while the tree still holds the record
 // the resync rendered, since an event committed since (here or by another replica) is
 // newer, and committing the old record would undo it.
-func (s *GitSink) resyncPlan(p *Pipeline, pl *Plan, out *Outcome) planFunc {
+func (s *GitSink) resyncPlan(p *Pipeline, pl *Plan, out *Written) planFunc {
 	res, ev, rp, planned := pl.Result, pl.Event, recordPath(p.Config, pl.Result), pl.record
 	return func(base gitrepo.Tree) (gitrepo.Change, error) {
 		cur, ok, err := base.ReadFile(rp)

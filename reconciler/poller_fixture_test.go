@@ -208,7 +208,7 @@ func (f *pollFixture) start(t *testing.T) *service {
 	s.poller = &reconciler.Poller{Magnum: client, Select: selectTemplates, Clusters: clusters,
 		Submit: func(ctx context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary {
 			if s.crashAfter == 0 {
-				return reconciler.Summarize(ev, nil, fmt.Errorf("simulated crash before %s", ev.Operation))
+				return reconciler.NewSummary(ev, nil, fmt.Errorf("simulated crash before %s", ev.Operation))
 			}
 			s.crashAfter--
 			return q.Submit(ctx, ev)

@@ -94,7 +94,7 @@ func (r *Reconciler) Start() {
 func (r *Reconciler) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summary {
 	op := &operation{ctx: ctx, ev: ev, digest: Digest(ev), at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
 	if !r.desired.put(op) {
-		return Summarize(ev, nil, ErrShuttingDown)
+		return NewSummary(ev, nil, ErrShuttingDown)
 	}
 	select {
 	case sum := <-op.answer:
@@ -104,7 +104,7 @@ func (r *Reconciler) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summ
 		// already.
 		return <-op.answer
 	case <-ctx.Done():
-		return Summarize(ev, nil, stepError("accept", ctx.Err()))
+		return NewSummary(ev, nil, stepError("accept", ctx.Err()))
 	}
 }
 
@@ -138,7 +138,7 @@ func (r *Reconciler) Resync(ctx context.Context, plans []*Plan) []Summary {
 	ops := make([]*operation, len(plans))
 	for i, pl := range plans {
 		if pl.record == nil {
-			sums[i] = Summarize(pl.Event, nil, &Error{Kind: KindInvalid, Step: "commit", Err: errors.New("resync: a plan not made by ResyncPlans")})
+			sums[i] = NewSummary(pl.Event, nil, &Error{Kind: KindInvalid, Step: "commit", Err: errors.New("resync: a plan not made by ResyncPlans")})
 			continue
 		}
 		ops[i] = &operation{ctx: ctx, ev: pl.Event, resync: pl, at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
@@ -152,7 +152,7 @@ func (r *Reconciler) submitAll(ctx context.Context, ops []*operation, sums []Sum
 	if !r.desired.put(ops...) {
 		for i, op := range ops {
 			if op != nil {
-				sums[i] = Summarize(op.ev, nil, ErrShuttingDown)
+				sums[i] = NewSummary(op.ev, nil, ErrShuttingDown)
 			}
 		}
 		return
@@ -166,7 +166,7 @@ func (r *Reconciler) submitAll(ctx context.Context, ops []*operation, sums []Sum
 		case <-r.done:
 			sums[i] = <-op.answer
 		case <-ctx.Done():
-			sums[i] = Summarize(op.ev, nil, stepError("accept", ctx.Err()))
+			sums[i] = NewSummary(op.ev, nil, stepError("accept", ctx.Err()))
 		}
 	}
 }
@@ -180,7 +180,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			for _, op := range r.desired.close() {
-				r.answer(op, Summarize(op.ev, nil, ErrShuttingDown))
+				r.answer(op, NewSummary(op.ev, nil, ErrShuttingDown))
 			}
 			return
 		case <-r.desired.ready:
@@ -238,7 +238,7 @@ type scope struct {
 	// answered marks the operations answered in the prologue; the summary answers the
 	// others, with outs and errs.
 	answered []bool
-	outs     []*Outcome
+	outs     []*Written
 	errs     []error
 	// del is the delete step's, when the cluster is being deleted and it had something to
 	// do or report; up is the upgrade step's, likewise, during an upgrade chain.
@@ -262,7 +262,7 @@ func (sc *scope) waiting() bool {
 func (r *Reconciler) load(uuid string, member int, seen map[string]string) *scope {
 	sc := &scope{uuid: uuid, member: member, ops: r.desired.claim(uuid)}
 	sc.answered = make([]bool, len(sc.ops))
-	sc.outs = make([]*Outcome, len(sc.ops))
+	sc.outs = make([]*Written, len(sc.ops))
 	sc.errs = make([]error, len(sc.ops))
 	for i, op := range sc.ops {
 		if sum, done := r.early(op, seen); done {
@@ -296,7 +296,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 		if sc.answered[i] || review && op.resync == nil {
 			continue
 		}
-		sc.outs[i] = &Outcome{}
+		sc.outs[i] = &Written{}
 		if op.resync != nil {
 			// Rendered by ResyncPlans; committed only while Git holds the record it read.
 			plans, index = append(plans, r.Sink.resyncPlan(r.Pipeline, op.resync, sc.outs[i])), append(index, i)
@@ -363,7 +363,7 @@ func (r *Reconciler) pushed(namespace string, paths []string) {
 }
 
 // render is the render step of one operation, timed.
-func (r *Reconciler) render(ctx context.Context, ev *v1alpha1.ClusterEvent, out *Outcome) (*generator.Result, error) {
+func (r *Reconciler) render(ctx context.Context, ev *v1alpha1.ClusterEvent, out *Written) (*generator.Result, error) {
 	t0 := time.Now()
 	res, err := r.Pipeline.Render(ctx, ev)
 	out.Timings.Render = time.Since(t0)
@@ -395,7 +395,7 @@ func (r *Reconciler) summarize(sc *scope) {
 		if sc.answered[i] {
 			continue
 		}
-		sum := Summarize(op.ev, sc.outs[i], sc.errs[i])
+		sum := NewSummary(op.ev, sc.outs[i], sc.errs[i])
 		if sc.errs[i] == nil && op.resync == nil {
 			if r.Ledger != nil {
 				r.Ledger.Put(op.ev.ID, op.digest, sum)
@@ -418,14 +418,14 @@ func (r *Reconciler) summarize(sc *scope) {
 // id reused with another body (also within the group), or a client that gave up.
 func (r *Reconciler) early(op *operation, seen map[string]string) (Summary, bool) {
 	if op.ctx.Err() != nil {
-		return Summarize(op.ev, nil, stepError("accept", op.ctx.Err())), true
+		return NewSummary(op.ev, nil, stepError("accept", op.ctx.Err())), true
 	}
 	if op.resync != nil {
 		return Summary{}, false // the record's event id is in the ledger: it is not a retry
 	}
 	if r.Ledger != nil {
 		if sum, ok, err := r.Ledger.Lookup(op.ev.ID, op.digest); err != nil {
-			return Summarize(op.ev, nil, err), true
+			return NewSummary(op.ev, nil, err), true
 		} else if ok {
 			// The answer of the first time, marked: nothing was done now.
 			sum.Replayed, sum.Timings = true, Timings{}
@@ -434,7 +434,7 @@ func (r *Reconciler) early(op *operation, seen map[string]string) (Summary, bool
 	}
 	if id := op.ev.ID; id != "" {
 		if d, ok := seen[id]; ok && d != op.digest {
-			return Summarize(op.ev, nil, &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", id, ErrIdempotencyConflict)}), true
+			return NewSummary(op.ev, nil, &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", id, ErrIdempotencyConflict)}), true
 		}
 		seen[id] = op.digest
 	}

@@ -49,9 +49,9 @@ func (s *Summary) Kind() Kind { return s.kind }
 // Err is the failure, for errors.Is; nil on success.
 func (s *Summary) Err() error { return s.err }
 
-// Summarize turns a sink's outcome and error into a Summary: the summarizer every caller
+// NewSummary turns what a sink wrote, and its error, into a Summary: the one every caller
 // uses, so that the CLI, the service and the logs agree.
-func Summarize(ev *v1alpha1.ClusterEvent, o *Outcome, err error) Summary {
+func NewSummary(ev *v1alpha1.ClusterEvent, o *Written, err error) Summary {
 	var s Summary
 	if ev != nil {
 		s.EventID, s.Operation, s.ClusterUUID = ev.ID, ev.Operation, ev.Cluster.UUID

@@ -89,7 +89,7 @@ type UpgradeProgress struct {
 type upgrading struct {
 	progress UpgradeProgress
 	plan     planFunc
-	out      Outcome
+	out      Written
 }
 
 // upgradeStep moves an upgrade chain under way one step on when the management cluster has

@@ -54,7 +54,7 @@ func runApply(cmd *cobra.Command, filename, configFile string, insecurePlaintext
 		return err
 	}
 	out, err := sink.Apply(ctx, p, ev)
-	sum := reconciler.Summarize(ev, out, err)
+	sum := reconciler.NewSummary(ev, out, err)
 	logSummary(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), sum)
 	if err != nil {
 		return inputError(filename, err)

@@ -133,7 +133,7 @@ func (s *Server) postEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	ev, err := reconciler.Decode(body)
 	if err != nil {
-		sum := reconciler.Summarize(nil, nil, err)
+		sum := reconciler.NewSummary(nil, nil, err)
 		s.refused(OperationUnknown, sum.Outcome)
 		s.logEvent(r, sum, 0)
 		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_input", Message: sum.Error, Fields: sum.Fields})

@@ -26,7 +26,7 @@ func BenchmarkCompare(b *testing.B) {
 	})
 	for _, tc := range []struct {
 		name string
-		want migrate.Outcome
+		want migrate.Verdict
 	}{{"identical", migrate.Identical}, {"rollout", migrate.Differs}} {
 		b.Run(tc.name, func(b *testing.B) {
 			e := ev

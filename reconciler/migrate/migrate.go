@@ -14,17 +14,17 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
-// Outcome is a cluster's verdict.
-type Outcome string
+// Verdict is what comparing a cluster with its release found.
+type Verdict string
 
 const (
 	// Identical means the values are the release's; adopting the cluster changes nothing.
-	Identical Outcome = "identical"
+	Identical Verdict = "identical"
 	// Differs means the values differ from the release's; Rollout says whether machines would
 	// be replaced.
-	Differs Outcome = "differs"
+	Differs Verdict = "differs"
 	// Refused means the cluster cannot be compared or rendered (Reason says why).
-	Refused Outcome = "refused"
+	Refused Verdict = "refused"
 )
 
 // ErrNoRelease is returned when the management cluster has no deployed release of the
@@ -37,7 +37,7 @@ type Report struct {
 	ClusterName string  `json:"cluster_name"`
 	Namespace   string  `json:"namespace"`
 	Release     string  `json:"stack_id"`
-	Outcome     Outcome `json:"outcome"`
+	Outcome     Verdict `json:"outcome"`
 	// Reason says why a cluster was refused.
 	Reason string `json:"reason,omitempty"`
 	// Chart is the chart version of the live release, and ours.

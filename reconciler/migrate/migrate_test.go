@@ -106,7 +106,7 @@ func TestCompare(t *testing.T) {
 		ours     func(*v1alpha1.ClusterEvent)
 		liveSite []helmv2.PostRenderer // the post-renderers the release was installed with
 		oursSite []helmv2.PostRenderer // flux.post_renderers
-		outcome  migrate.Outcome
+		outcome  migrate.Verdict
 		changes  []string // each must be among the changes
 		rollout  []string // each must start one rollout entry; none when empty
 		warnings int
