@@ -5,10 +5,9 @@ package generator
 // The reference path (marshalObjectReference) turns an object into JSON, decodes it into a
 // map, drops the empty creationTimestamp and status, encodes it again and hands the JSON to
 // sigs.k8s.io/yaml.JSONToYAML, which parses it with go.yaml.in/yaml/v2 into generic values
-// and marshals those again: four serialisations per file. That serialises a HelmRelease
-// ~17× slower than this file does, and a full render with it would miss its target
-// (≤ 200 µs, BenchmarkRenderFiles) by an order of magnitude (docs/benchmarks.md): the only
-// reason this port exists. Unchanged objects are not serialised at all (reconciler's Gate).
+// and marshals those again: four serialisations per file. A full render with it misses its
+// target (≤ 200 µs) about fivefold, which BenchmarkRenderFilesSerialiser shows beside this
+// file's path in the same run (docs/benchmarks.md): the only reason this port exists. Unchanged objects are not serialised at all (reconciler's Gate).
 //
 // The fast path here parses the object's JSON once into a small tree (strings point into
 // the JSON buffer unless they carry escapes) and writes YAML from it with the parts of the

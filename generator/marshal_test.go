@@ -435,3 +435,39 @@ func referenceKeyLess(a, b string) bool {
 	}
 	return len(ar) < len(br)
 }
+
+// BenchmarkRenderFilesSerialiser is BenchmarkRenderFiles (the prod-a create, Secrets in
+// plaintext) with each serialiser, in one run: the port in this file, and the library path
+// (marshalObjectReference: sigs.k8s.io/yaml over go.yaml.in/yaml/v2). The render's target
+// is ≤ 200 µs; the port stays only while the library path misses it (docs/benchmarks.md).
+func BenchmarkRenderFilesSerialiser(b *testing.B) {
+	raw, err := fixtures.Events.ReadFile("events/01-prod-a-create.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev, err := v1alpha1.DecodeEvent(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	for _, tc := range []struct {
+		name    string
+		marshal func(string, any) ([]byte, error)
+	}{
+		{"port", nil},
+		{"library", func(_ string, obj any) ([]byte, error) { return marshalObjectReference(obj) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := Render(ev, &cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := res.Files(&cfg, FileOptions{Secrets: PlaintextSecrets, Marshal: tc.marshal}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
