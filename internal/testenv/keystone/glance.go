@@ -224,12 +224,8 @@ func (g *Glance) Register(t testing.TB, region string) {
 // ends. Extra properties such as kube_version and os_distro go in opts.Properties.
 func (g *Glance) CreateImage(t testing.TB, opts images.CreateOpts) *images.Image {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel, client := g.adminCall(t)
 	defer cancel()
-	client, err := g.adminClient(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if opts.ContainerFormat == "" {
 		opts.ContainerFormat, opts.DiskFormat = "bare", "qcow2"
 	}
@@ -251,15 +247,23 @@ func (g *Glance) CreateImage(t testing.TB, opts images.CreateOpts) *images.Image
 // cloud offers are.
 func (g *Glance) Upload(t testing.TB, id string, data []byte) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel, client := g.adminCall(t)
 	defer cancel()
-	client, err := g.adminClient(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := imagedata.Upload(ctx, client, id, bytes.NewReader(data)).ExtractErr(); err != nil {
 		t.Fatalf("glance: uploading image %s: %v", id, err)
 	}
+}
+
+// adminCall gives one call as the admin its client and a context bounded by callTimeout.
+func (g *Glance) adminCall(t testing.TB) (context.Context, context.CancelFunc, *gophercloud.ServiceClient) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	client, err := g.adminClient(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return ctx, cancel, client
 }
 
 // adminClient is an image v2 client for the admin, pointed at Glance directly: the test
