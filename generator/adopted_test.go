@@ -1,11 +1,11 @@
 package generator_test
 
 import (
-	"fmt"
 	"maps"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -60,8 +60,8 @@ func TestAdoptedClusterGetsTheDriversValues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(jsonData(t, got.Values), jsonData(t, want.Values)) {
-				t.Errorf("values differ from the driver's:\n%s", diffJSON(t, want.Values, got.Values))
+			if diff := cmp.Diff(jsonData(t, want.Values), jsonData(t, got.Values)); diff != "" {
+				t.Errorf("values differ from the driver's (-want +got):\n%s", diff)
 			}
 			if g, w := got.Objects.HelmRelease.Spec, want.Objects.HelmRelease.Spec; len(g.PostRenderers) != len(w.PostRenderers) || len(g.ValuesFrom) != len(w.ValuesFrom) {
 				t.Errorf("HelmRelease has %d post-renderers and %d valuesFrom, want the driver's %d and %d", len(g.PostRenderers), len(g.ValuesFrom), len(w.PostRenderers), len(w.ValuesFrom))
@@ -99,8 +99,8 @@ func TestAdoptedClusterGetsTheDriversValues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(jsonData(t, all.Values), jsonData(t, created.Values)) {
-				t.Errorf("adopted_features=all: values differ from a created cluster's:\n%s", diffJSON(t, created.Values, all.Values))
+			if diff := cmp.Diff(jsonData(t, created.Values), jsonData(t, all.Values)); diff != "" {
+				t.Errorf("adopted_features=all: values differ from a created cluster's (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -176,16 +176,4 @@ func TestAdoptedFeatures(t *testing.T) {
 			}
 		})
 	}
-}
-
-// diffJSON names the first line where got's indented JSON leaves want's.
-func diffJSON(t *testing.T, want, got any) string {
-	t.Helper()
-	w, g := strings.Split(string(mustJSON(t, want)), "\n"), strings.Split(string(mustJSON(t, got)), "\n")
-	for i := range min(len(w), len(g)) {
-		if w[i] != g[i] {
-			return fmt.Sprintf("line %d: want %s\n         got  %s", i+1, strings.TrimSpace(w[i]), strings.TrimSpace(g[i]))
-		}
-	}
-	return fmt.Sprintf("want %d lines, got %d", len(w), len(g))
 }

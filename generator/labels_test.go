@@ -1,8 +1,9 @@
 package generator_test
 
 import (
-	"reflect"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -82,8 +83,8 @@ func TestParityLabels(t *testing.T) {
 			t.Parallel()
 			v := renderValues(t, tc.mutate)
 			got := at(v, tc.path)
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("%s = %#v, want %#v", tc.path, got, tc.want)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.path, diff)
 			}
 		})
 	}

@@ -4,9 +4,10 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
@@ -104,8 +105,8 @@ func checkPEMEqual(t *testing.T, data []byte) {
 		}
 		return blk.Type, rest, true
 	})
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("pemBlockType finds %v in %q; pem.Decode finds %v", got, data, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("blocks in %q: pemBlockType against pem.Decode (-want +got):\n%s", data, diff)
 	}
 	for _, types := range [][]string{pemCertificate, pemPrivateKey, {"A", "B"}} {
 		var gotP, wantP problems

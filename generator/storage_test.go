@@ -1,10 +1,11 @@
 package generator_test
 
 import (
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -93,15 +94,17 @@ func TestParityStorageClasses(t *testing.T) {
 	})
 	cs := at(v, "addons.openstack.csiCinder").(map[string]any)
 	def := cs["defaultStorageClass"].(map[string]any)
-	if def["name"] != "ssd-fast" || def["reclaimPolicy"] != "Delete" || def["fstype"] != "xfs" ||
-		!reflect.DeepEqual(def["allowedTopologies"], []any{}) {
+	if def["name"] != "ssd-fast" || def["reclaimPolicy"] != "Delete" || def["fstype"] != "xfs" {
 		t.Errorf("default class = %v", def)
+	}
+	if diff := cmp.Diff([]any{}, def["allowedTopologies"]); diff != "" {
+		t.Errorf("default class allowedTopologies (-want +got):\n%s", diff)
 	}
 	var names []string
 	for _, c := range cs["additionalStorageClasses"].([]any) {
 		names = append(names, c.(map[string]any)["name"].(string))
 	}
-	if !reflect.DeepEqual(names, []string{"default", "hdd-slow"}) {
-		t.Errorf("additional classes = %v, want Cinder's order without the default", names)
+	if diff := cmp.Diff([]string{"default", "hdd-slow"}, names); diff != "" {
+		t.Errorf("additional classes, want Cinder's order without the default (-want +got):\n%s", diff)
 	}
 }

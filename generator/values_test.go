@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -48,8 +50,8 @@ addons:
   kubernetesDashboard: {enabled: true}
   ingress: {enabled: false}
 `)
-	if got := jsonData(t, res.Values); !reflect.DeepEqual(got, want) {
-		t.Errorf("values differ from the driver's:\n got: %s\nwant: %s", mustJSON(t, got), mustJSON(t, want))
+	if diff := cmp.Diff(want, jsonData(t, res.Values)); diff != "" {
+		t.Errorf("values differ from the driver's (-want +got):\n%s", diff)
 	}
 	if res.ReleaseName != "cluster-example-a-111111111111" || res.Namespace != "magnum-fakeproject" ||
 		res.Chart.Version != "0.10.1" || res.Chart.Name != "openstack-cluster" ||
@@ -90,8 +92,12 @@ func TestParityBootVolume(t *testing.T) {
 			})
 			for _, k := range []string{"controlPlane", "nodeGroupDefaults"} {
 				got, _ := at(v, k+".machineRootVolume").(map[string]any)
-				if tc.want == nil && has(v, k+".machineRootVolume") || tc.want != nil && !reflect.DeepEqual(got, tc.want) {
-					t.Errorf("%s.machineRootVolume = %v, want %v", k, got, tc.want)
+				if tc.want == nil {
+					if has(v, k+".machineRootVolume") {
+						t.Errorf("%s.machineRootVolume = %v, want none", k, got)
+					}
+				} else if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("%s.machineRootVolume (-want +got):\n%s", k, diff)
 				}
 			}
 		})
@@ -130,13 +136,14 @@ func TestParityConditionalValues(t *testing.T) {
 	if v["authWebhook"] != "k8s-keystone-auth" {
 		t.Errorf("authWebhook = %v", v["authWebhook"])
 	}
-	if got := at(v, "addons.openstack.k8sKeystoneAuth"); !reflect.DeepEqual(got, map[string]any{"enabled": true, "values": map[string]any{
-		"openstackAuthUrl": "https://keystone.example.org:5000/v3", "projectId": "9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c"}}) {
-		t.Errorf("k8sKeystoneAuth = %v", got)
+	if diff := cmp.Diff(map[string]any{"enabled": true, "values": map[string]any{
+		"openstackAuthUrl": "https://keystone.example.org:5000/v3", "projectId": "9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c"}},
+		at(v, "addons.openstack.k8sKeystoneAuth")); diff != "" {
+		t.Errorf("k8sKeystoneAuth (-want +got):\n%s", diff)
 	}
 	wantPorts := yamlData(t, `[{}, {network: {name: net-a}, securityGroups: []}, {network: {name: net-b}, securityGroups: []}]`)
-	if got := at(v, "nodeGroupDefaults.machineNetworking.ports"); !reflect.DeepEqual(got, wantPorts) {
-		t.Errorf("ports = %v", got)
+	if diff := cmp.Diff(wantPorts, at(v, "nodeGroupDefaults.machineNetworking.ports")); diff != "" {
+		t.Errorf("ports (-want +got):\n%s", diff)
 	}
 	if has(v, "controlPlane.machineNetworking") {
 		t.Error("extra networks must not reach the control plane")

@@ -3,9 +3,10 @@ package gitrepo_test
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
@@ -51,17 +52,23 @@ func TestSnapshot(t *testing.T) {
 			t.Errorf("ReadFile(%q) = %q %v %v, want %q %v", tc.path, got, ok, err, tc.want, tc.wantFound)
 		}
 	}
-	if got, err := snap.ListDir("c"); err != nil || !reflect.DeepEqual(got, []string{"a.yaml", "empty"}) {
+	if got, err := snap.ListDir("c"); err != nil {
 		t.Errorf("ListDir(c) = %v %v", got, err)
+	} else if diff := cmp.Diff([]string{"a.yaml", "empty"}, got); diff != "" {
+		t.Errorf("ListDir(c) (-want +got):\n%s", diff)
 	}
 	if got, err := snap.ListDir("nope"); err != nil || got != nil {
 		t.Errorf("ListDir(nope) = %v %v", got, err)
 	}
-	if got, err := snap.ListFiles("."); err != nil || !reflect.DeepEqual(got, []string{"README.md", "c-d/x", "c/a.yaml", "c/empty", "c/sub/b.yaml"}) {
+	if got, err := snap.ListFiles("."); err != nil {
 		t.Errorf("ListFiles(.) = %v %v", got, err)
+	} else if diff := cmp.Diff([]string{"README.md", "c-d/x", "c/a.yaml", "c/empty", "c/sub/b.yaml"}, got); diff != "" {
+		t.Errorf("ListFiles(.) (-want +got):\n%s", diff)
 	}
-	if got, err := r.ListFiles("c"); err != nil || !reflect.DeepEqual(got, []string{"c/a.yaml", "c/sub/b.yaml"}) {
+	if got, err := r.ListFiles("c"); err != nil {
 		t.Errorf("ListFiles(c) = %v %v", got, err)
+	} else if diff := cmp.Diff([]string{"c/a.yaml", "c/sub/b.yaml"}, got); diff != "" {
+		t.Errorf("ListFiles(c) (-want +got):\n%s", diff)
 	}
 }
 

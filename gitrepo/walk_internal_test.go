@@ -1,8 +1,9 @@
 package gitrepo
 
 import (
-	"reflect"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestParseMessage(t *testing.T) {
@@ -23,8 +24,12 @@ func TestParseMessage(t *testing.T) {
 			"s", "b", []Trailer{{"Magnum-Event-ID", "e1"}}},
 	} {
 		s, b, tr := parseMessage(tc.msg)
-		if s != tc.subject || b != tc.body || !reflect.DeepEqual(tr, tc.trailers) {
-			t.Errorf("%s: got %q %q %v, want %q %q %v", tc.name, s, b, tr, tc.subject, tc.body, tc.trailers)
+		type message struct {
+			Subject, Body string
+			Trailers      []Trailer
+		}
+		if diff := cmp.Diff(message{tc.subject, tc.body, tc.trailers}, message{s, b, tr}); diff != "" {
+			t.Errorf("%s: parseMessage (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

@@ -2,8 +2,9 @@ package reconciler
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
@@ -44,8 +45,8 @@ func TestParseDeployedFromJSON(t *testing.T) {
 		if fromYAML.chartVersion == "" || len(fromYAML.values) == 0 {
 			t.Fatalf("%s: nothing read from the YAML: %+v", format, fromYAML)
 		}
-		if !reflect.DeepEqual(fromYAML, fromJSON) {
-			t.Errorf("%s: from the JSON %+v, from the YAML %+v", format, fromJSON, fromYAML)
+		if diff := cmp.Diff(fromYAML, fromJSON, cmp.AllowUnexported(deployed{})); diff != "" {
+			t.Errorf("%s: from the JSON against from the YAML (-want +got):\n%s", format, diff)
 		}
 	}
 }

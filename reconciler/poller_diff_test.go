@@ -2,9 +2,10 @@ package reconciler
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
@@ -171,8 +172,8 @@ func TestDiffCluster(t *testing.T) {
 			}
 			// Applying every step arrives at Magnum's state, which then differs from nothing.
 			last := steps[len(steps)-1].State
-			if !reflect.DeepEqual(last, m.clone()) {
-				t.Errorf("last state\n%+v\nwant Magnum's\n%+v", last, m.clone())
+			if diff := cmp.Diff(m.clone(), last); diff != "" {
+				t.Errorf("last state, want Magnum's (-want +got):\n%s", diff)
 			}
 			final := recorded(last, steps[len(steps)-1].Op)
 			if again := diffCluster(final, m); len(again) != 0 {
@@ -181,8 +182,8 @@ func TestDiffCluster(t *testing.T) {
 			// A process that died after any step derives exactly the remaining ones.
 			for i := range steps[:len(steps)-1] {
 				rest := diffCluster(recorded(steps[i].State, steps[i].Op), m)
-				if !reflect.DeepEqual(rest, steps[i+1:]) {
-					t.Errorf("after step %d, the rest is %v, want %v", i, opsOf(rest), opsOf(steps[i+1:]))
+				if diff := cmp.Diff(steps[i+1:], rest); diff != "" {
+					t.Errorf("after step %d, the rest (-want +got):\n%s", i, diff)
 				}
 			}
 		})

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
@@ -188,8 +188,8 @@ func TestResolveFillsWhatTheEventLeavesOut(t *testing.T) {
 			if err := openstack.NewResolver(f.cloud, openstack.ResolverOptions{}).Resolve(t.Context(), ev); err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(ev.Resolved, want) {
-				t.Fatalf("resolved\n%s\nwant\n%s", dump(ev.Resolved), dump(want))
+			if diff := cmp.Diff(want, ev.Resolved); diff != "" {
+				t.Fatalf("resolved (-want +got):\n%s", diff)
 			}
 			for s, paths := range tc.calls {
 				for p, n := range paths {
@@ -262,8 +262,8 @@ func TestResolveReportsEveryInputError(t *testing.T) {
 					t.Errorf("error %d = %s: %s, want %s: …%s…", i, got[i].Field, got[i].Message, w.Field, w.Message)
 				}
 			}
-			if !reflect.DeepEqual(ev.Resolved, orig) {
-				t.Errorf("a failed Resolve changed the event: %s", dump(ev.Resolved))
+			if diff := cmp.Diff(orig, ev.Resolved); diff != "" {
+				t.Errorf("a failed Resolve changed the event (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -286,8 +286,8 @@ func TestResolveServiceFailureIsRetryable(t *testing.T) {
 	if err := r.Resolve(t.Context(), ev); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(ev.Resolved, f.fullyResolved()) {
-		t.Fatalf("resolved %s", dump(ev.Resolved))
+	if diff := cmp.Diff(f.fullyResolved(), ev.Resolved); diff != "" {
+		t.Fatalf("resolved (-want +got):\n%s", diff)
 	}
 }
 
@@ -298,8 +298,8 @@ func TestResolveLeavesDeletesAlone(t *testing.T) {
 	if err := openstack.NewResolver(&openstack.Cloud{}, openstack.ResolverOptions{}).Resolve(t.Context(), ev); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(ev.Resolved, v1alpha1.Resolved{}) {
-		t.Fatalf("resolved %s", dump(ev.Resolved))
+	if diff := cmp.Diff(v1alpha1.Resolved{}, ev.Resolved); diff != "" {
+		t.Fatalf("resolved (-want +got):\n%s", diff)
 	}
 }
 
@@ -334,8 +334,8 @@ func TestResolveBurstCostsOneLookupEach(t *testing.T) {
 	// list each (their catalog URLs carry the version); Keystone: none, the catalog is the
 	// token's.
 	want := map[string]int{"glance": 2, "neutron": 4, "cinder": 1, "nova": 1, "keystone": 0}
-	if !reflect.DeepEqual(single, want) {
-		t.Fatalf("one event cost %v, want %v", single, want)
+	if d := cmp.Diff(want, single); d != "" {
+		t.Fatalf("one event's cost (-want +got):\n%s", d)
 	}
 
 	// A burst of 100 events for the project, at once, on another fresh resolver.
@@ -352,12 +352,12 @@ func TestResolveBurstCostsOneLookupEach(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if burst := diff(f.snapshot(), before); !reflect.DeepEqual(burst, single) {
-		t.Fatalf("100 events cost %v, want what one costs: %v", burst, single)
+	if d := cmp.Diff(single, diff(f.snapshot(), before)); d != "" {
+		t.Fatalf("100 events' cost, want what one costs (-want +got):\n%s", d)
 	}
 	for i, ev := range events {
-		if !reflect.DeepEqual(ev.Resolved, f.fullyResolved()) {
-			t.Fatalf("event %d resolved %s", i, dump(ev.Resolved))
+		if d := cmp.Diff(f.fullyResolved(), ev.Resolved); d != "" {
+			t.Fatalf("event %d resolved (-want +got):\n%s", i, d)
 		}
 	}
 	// Events share the cache, not its slices and maps.
@@ -462,8 +462,8 @@ func TestResolveUpgradeImages(t *testing.T) {
 				}
 				got = mine
 			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("upgrade_images = %+v, want %+v", got, tc.want)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("upgrade_images (-want +got):\n%s", diff)
 			}
 		})
 	}

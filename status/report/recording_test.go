@@ -8,8 +8,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/status"
@@ -90,8 +91,8 @@ func TestFakeMagnumAgreesWithRecording(t *testing.T) {
 					}
 					want = s
 				}
-				if !reflect.DeepEqual(got[field], want) {
-					t.Errorf("%s: fake handed on %#v, Magnum %#v", field, got[field], want)
+				if diff := cmp.Diff(want, got[field]); diff != "" {
+					t.Errorf("%s: fake handed on, against Magnum (-want +got):\n%s", field, diff)
 				}
 			}
 		})
@@ -147,10 +148,8 @@ func TestMagnumReporterSendsWhatMagnumAccepted(t *testing.T) {
 			if len(fake.patches) != 1 {
 				t.Fatalf("patches: %v", fake.patches)
 			}
-			if !reflect.DeepEqual(fake.patches[0], c.Request) {
-				got, _ := json.Marshal(fake.patches[0])
-				want, _ := json.Marshal(c.Request)
-				t.Errorf("reporter sent\n%s\nMagnum accepted\n%s", got, want)
+			if diff := cmp.Diff(c.Request, fake.patches[0]); diff != "" {
+				t.Errorf("reporter sent, against what Magnum accepted (-want +got):\n%s", diff)
 			}
 		})
 	}
