@@ -121,37 +121,35 @@ func TestRenderUpgradeStep(t *testing.T) {
 	}
 }
 
-// TestRenderUpgradeStepPinned: a values overlay that pins kubernetesVersion leaves a chain
-// nothing to move, and says so.
-func TestRenderUpgradeStepPinned(t *testing.T) {
+// TestRenderUpgradeStepRefused: a chain that cannot step is refused, saying why: a values
+// overlay that pins kubernetesVersion leaves it nothing to move, and an Argo CD
+// Application has no rollout serve can wait on.
+func TestRenderUpgradeStepRefused(t *testing.T) {
 	t.Parallel()
-	ev := upgradeTo(t, "v1.35.1", img1360, v1alpha1.Image{ID: img1343, KubeVersion: "v1.34.3"})
-	cfg := defaultConfig()
-	cfg.ValuesOverlay = map[string]any{"kubernetesVersion": "1.35.1"}
-	res, err := generator.Render(ev, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = generator.RenderUpgradeStep(ev, cfg, res, &generator.Deployed{Values: map[string]any{"kubernetesVersion": "1.33.7"}})
-	if err == nil || !strings.Contains(err.Error(), "kubernetesVersion is set elsewhere") {
-		t.Fatalf("err = %v, want the pin named", err)
-	}
-}
-
-// TestRenderUpgradeStepArgo: an Argo CD Application has no rollout serve can wait on, so
-// a chain is refused there, saying how to upgrade instead.
-func TestRenderUpgradeStepArgo(t *testing.T) {
-	t.Parallel()
-	ev := upgradeTo(t, "v1.35.1", img1360, v1alpha1.Image{ID: img1343, KubeVersion: "v1.34.3"})
-	cfg := defaultConfig()
-	cfg.Format = generator.FormatArgo
-	res, err := generator.Render(ev, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = generator.RenderUpgradeStep(ev, cfg, res, &generator.Deployed{Values: map[string]any{"kubernetesVersion": "1.33.7"}})
-	if err == nil || !strings.Contains(err.Error(), "resolved.image.kube_version: Kubernetes 1.35.1 is 2 minor versions ahead of the 1.33.7 the cluster runs: a chained upgrade needs the flux format") {
-		t.Fatalf("err = %v", err)
+	for _, tc := range []struct {
+		name    string
+		config  func(*generator.Config)
+		wantErr string
+	}{
+		{"kubernetesVersion pinned", func(c *generator.Config) { c.ValuesOverlay = map[string]any{"kubernetesVersion": "1.35.1"} },
+			"kubernetesVersion is set elsewhere"},
+		{"--format argo", func(c *generator.Config) { c.Format = generator.FormatArgo },
+			"resolved.image.kube_version: Kubernetes 1.35.1 is 2 minor versions ahead of the 1.33.7 the cluster runs: a chained upgrade needs the flux format"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ev := upgradeTo(t, "v1.35.1", img1360, v1alpha1.Image{ID: img1343, KubeVersion: "v1.34.3"})
+			cfg := defaultConfig()
+			tc.config(cfg)
+			res, err := generator.Render(ev, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = generator.RenderUpgradeStep(ev, cfg, res, &generator.Deployed{Values: map[string]any{"kubernetesVersion": "1.33.7"}})
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }
 
