@@ -29,6 +29,16 @@ var (
 	bigErr  error
 )
 
+// TestMain removes the benchmarks' shared remote (bigRemote) when the binary ends: it
+// lives outside any test's temporary directory.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigDir != "" {
+		_ = os.RemoveAll(filepath.Dir(bigDir))
+	}
+	os.Exit(code)
+}
+
 // bigRemote returns a bare repository with 10,000 cluster directories of 4 files each
 // (40,000 files), made once per test binary with one plumbing commit.
 func bigRemote(b *testing.B) string {
