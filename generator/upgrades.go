@@ -43,6 +43,13 @@ func (k kubeVersion) less(o kubeVersion) bool {
 	return k.patch < o.patch
 }
 
+// KubernetesVersion is the control plane's Kubernetes version (X.Y.Z) that chart values
+// deploy, "" when they name none: the version upgrades are judged by.
+func KubernetesVersion(values map[string]any) string {
+	cp, _ := valuesKubeVersions(values)
+	return strings.TrimPrefix(strings.TrimSpace(cp), "v")
+}
+
 // valuesKubeVersions returns the control plane's Kubernetes version in chart values, and
 // each node group's by name, applying the chart's per-role overrides.
 func valuesKubeVersions(v map[string]any) (string, map[string]string) {

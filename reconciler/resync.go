@@ -245,13 +245,20 @@ func asResync(pl *Plan) {
 	r := pl.Result
 	pl.Commit.Subject = "magnum-gitops: resync cluster " + r.ClusterName + " (" + r.ReleaseName + ") in project " + r.ProjectID
 	pl.Commit.Body = "Rendered again from " + RecordFile + " by the current magnum-gitops; the cluster itself did not change.\n\n" + pl.Commit.Body
+	pl.Commit.Trailers = append(withoutEvent(pl.Commit.Trailers), gitrepo.Trailer{Key: TrailerResync, Value: "true"})
+}
+
+// withoutEvent is a commit's trailers without the event's id and digest, for a commit no
+// Magnum event asked for (a resync, an upgrade chain's later step): they stay with the
+// commit that answered the event, which a retry of it must find.
+func withoutEvent(trailers []gitrepo.Trailer) []gitrepo.Trailer {
 	var kept []gitrepo.Trailer
-	for _, t := range pl.Commit.Trailers {
+	for _, t := range trailers {
 		if t.Key != TrailerEventID && t.Key != TrailerEventDigest {
 			kept = append(kept, t)
 		}
 	}
-	pl.Commit.Trailers = append(kept, gitrepo.Trailer{Key: TrailerResync, Value: "true"})
+	return kept
 }
 
 // outside lists the paths a plan covers outside the cluster directory dir (the

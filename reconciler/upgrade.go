@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -51,7 +50,7 @@ func (p *Pipeline) chain(ev *v1alpha1.ClusterEvent, res *generator.Result, dep *
 	if dep == nil || res.Values == nil {
 		return nil, nil
 	}
-	from, to := kubeOf(dep.values), kubeOf(res.Values)
+	from, to := generator.KubernetesVersion(dep.values), generator.KubernetesVersion(res.Values)
 	if from == "" || to == "" || from == to {
 		return nil, nil
 	}
@@ -67,12 +66,6 @@ func (p *Pipeline) chain(ev *v1alpha1.ClusterEvent, res *generator.Result, dep *
 		return nil, nil
 	}
 	return &chainStep{UpgradeStep: step, res: stepRes}, nil
-}
-
-// kubeOf is the Kubernetes version (X.Y.Z) chart values deploy.
-func kubeOf(values map[string]any) string {
-	v, _ := values["kubernetesVersion"].(string)
-	return strings.TrimPrefix(strings.TrimSpace(v), "v")
 }
 
 // UpgradeProgress is what one upgrade step did, for logs and metrics: the cluster went
@@ -106,7 +99,7 @@ func (r *Reconciler) upgradeStep(ctx context.Context, rec ClusterRecord) *upgrad
 	if dep == nil {
 		return nil
 	}
-	from := kubeOf(dep.values)
+	from := generator.KubernetesVersion(dep.values)
 	if dep.upgradeTarget == "" || !r.Management.RolledOut(ctx, rec, from) {
 		return nil
 	}
@@ -123,7 +116,7 @@ func (r *Reconciler) upgradeStep(ctx context.Context, rec ClusterRecord) *upgrad
 		if err != nil {
 			return gitrepo.Change{}, stepError("read", err)
 		}
-		if now == nil || now.upgradeTarget == "" || kubeOf(now.values) != from {
+		if now == nil || now.upgradeTarget == "" || generator.KubernetesVersion(now.values) != from {
 			return gitrepo.Change{}, errNothingToDo
 		}
 		pl, err := r.Pipeline.plan(ev, res, base, true)
@@ -133,7 +126,7 @@ func (r *Reconciler) upgradeStep(ctx context.Context, rec ClusterRecord) *upgrad
 		if pl.NoOp() {
 			return gitrepo.Change{}, errNothingToDo
 		}
-		u.progress.To, u.progress.Target = kubeOf(pl.Result.Values), now.upgradeTarget
+		u.progress.To, u.progress.Target = generator.KubernetesVersion(pl.Result.Values), now.upgradeTarget
 		u.out.Plan = pl
 		asUpgradeStep(pl, from, now.upgradeTarget)
 		return pl.Commit, nil
@@ -159,17 +152,13 @@ func (r *Reconciler) upgraded(u *upgrading, c committed, err error) {
 // this commit (the event's id and digest stay with the commit that answered it).
 func asUpgradeStep(pl *Plan, from, target string) {
 	r := pl.Result
-	to := kubeOf(r.Values)
+	to := generator.KubernetesVersion(r.Values)
 	pl.Commit.Subject = fmt.Sprintf("magnum-gitops: upgrade cluster %s (%s) in project %s to Kubernetes %s", r.ClusterName, r.ReleaseName, r.ProjectID, to)
 	pl.Commit.Body = fmt.Sprintf("The next step of a chained upgrade: Cluster API has rolled out Kubernetes %s.\n\n", from) + pl.Commit.Body
-	var kept []gitrepo.Trailer
-	for _, t := range pl.Commit.Trailers {
-		switch t.Key {
-		case TrailerEventID, TrailerEventDigest:
-		case TrailerOperation:
-			kept = append(kept, gitrepo.Trailer{Key: TrailerOperation, Value: OperationUpgradeStep})
-		default:
-			kept = append(kept, t)
+	kept := withoutEvent(pl.Commit.Trailers)
+	for i, t := range kept {
+		if t.Key == TrailerOperation {
+			kept[i].Value = OperationUpgradeStep
 		}
 	}
 	if pl.Step == nil {

@@ -61,8 +61,9 @@ func Evaluate(v View, o Objects, opts Options) Report {
 	// Whether Flux has applied the operation's commit is asked once (Options.Includes may
 	// walk the repository) and decides for the cluster and its node groups alike.
 	pending := revisionPending(v, o, opts)
+	gitops := gitopsChain(v, o, pending, cc)
 	stepAt, target := upgradeStep(v, o, pending)
-	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, cc, groupsHeld(v, o, cc, pending, stepAt))
+	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, cc, groupsHeld(v, pending, gitops, stepAt))
 	for _, ng := range v.NodeGroups {
 		if ng.Role != v1alpha1.RoleMaster && ng.Status.Action() != v1alpha1.ActionDelete {
 			r.WorkerGroups++
@@ -76,7 +77,7 @@ func Evaluate(v View, o Objects, opts Options) Report {
 	case action == v1alpha1.ActionDelete:
 		r.Status, r.StatusReason, r.SecretsRemovable = deleting(v, o, opts, cc, pending)
 	case v.Status == v1alpha1.CreateInProgress || v.Status == v1alpha1.UpdateInProgress:
-		b := progress(v, o, opts, cc, pending)
+		b := progress(v, o, opts, cc, gitops)
 		if stepAt != "" {
 			b = chained(b, target, stepAt)
 		}
@@ -98,17 +99,15 @@ func Evaluate(v View, o Objects, opts Options) Report {
 
 // groupsHeld says why no node group's create or update may complete yet, "" when they
 // may: Flux has not applied the operation's commit (pending), Helm has not applied its
-// values (the objects still show the state before it), or the HelmRelease deploys a step of
-// a chained upgrade (stepAt). Until then a group's objects can look done at the old state.
-func groupsHeld(v View, o Objects, cc conditionCache, pending, stepAt string) string {
+// values (gitops: the objects still show the state before them), or the HelmRelease
+// deploys a step of a chained upgrade (stepAt). Until then a group's objects can look done
+// at the old state.
+func groupsHeld(v View, pending string, gitops *blocker, stepAt string) string {
 	if held := cmp.Or(pending, stepAt); held != "" {
 		return held
 	}
-	if a := v.Status.Action(); a != v1alpha1.ActionCreate && a != v1alpha1.ActionUpdate {
-		return ""
-	}
-	if b := gitopsChain(v, o, pending, cc); b != nil {
-		return b.reason
+	if a := v.Status.Action(); gitops != nil && (a == v1alpha1.ActionCreate || a == v1alpha1.ActionUpdate) {
+		return gitops.reason
 	}
 	return ""
 }
@@ -166,11 +165,11 @@ func deleting(v View, o Objects, opts Options, cc conditionCache, pending string
 	return v1alpha1.DeleteInProgress, reason, false
 }
 
-// progress returns what blocks a create or update, nil when it is done; pending is
-// revisionPending's answer.
-func progress(v View, o Objects, opts Options, cc conditionCache, pending string) *blocker {
-	if b := gitopsChain(v, o, pending, cc); b != nil {
-		return b
+// progress returns what blocks a create or update, nil when it is done; gitops is
+// gitopsChain's answer.
+func progress(v View, o Objects, opts Options, cc conditionCache, gitops *blocker) *blocker {
+	if gitops != nil {
+		return gitops
 	}
 	if o.Cluster == nil {
 		return &blocker{reason: "waiting for Cluster " + v.StackID + " to be created"}

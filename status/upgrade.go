@@ -18,16 +18,7 @@ import (
 // (magnum.AnnotationUpgradeTarget), once Flux has applied the view's commit (pending is
 // revisionPending's answer); "" otherwise.
 func upgradeStep(v View, o Objects, pending string) (at, target string) {
-	if pending != "" || v.Status.Action() != v1alpha1.ActionUpdate {
-		return "", ""
-	}
-	return UpgradeStep(o)
-}
-
-// UpgradeStep is the Kubernetes version a cluster's HelmRelease deploys and the target of
-// the chained upgrade it is a step of; "" when it is no such step.
-func UpgradeStep(o Objects) (at, target string) {
-	if o.HelmRelease == nil {
+	if pending != "" || v.Status.Action() != v1alpha1.ActionUpdate || o.HelmRelease == nil {
 		return "", ""
 	}
 	target = o.HelmRelease.GetAnnotations()[magnum.AnnotationUpgradeTarget]

@@ -64,15 +64,14 @@ func TestUpgradeChainStatus(t *testing.T) {
 		change     func(status.Objects)
 		wantStatus string
 		wantReason string
-		wantAt     string // the version the HelmRelease deploys
 	}{
 		{"69-real-upgrade-complete.yaml", nil, "UPDATE_IN_PROGRESS",
-			"upgrading to Kubernetes 1.35.0 one minor version at a time: 1.34.3 rolled out, the next step follows", "1.34.3"},
+			"upgrading to Kubernetes 1.35.0 one minor version at a time: 1.34.3 rolled out, the next step follows"},
 		{"81-real-upgrade-workers-rolling-out.yaml", nil, "UPDATE_IN_PROGRESS",
-			"upgrading to Kubernetes 1.35.0 one minor version at a time, now to 1.34.3: MachineDeployment prod-a-2b7xq4mzkd5h-default-worker: RollingOut True: Rolling out 4 not up-to-date replicas * Version v1.33.7, v1.34.3 required * DevMachine is not up-to-date", "1.34.3"},
+			"upgrading to Kubernetes 1.35.0 one minor version at a time, now to 1.34.3: MachineDeployment prod-a-2b7xq4mzkd5h-default-worker: RollingOut True: Rolling out 4 not up-to-date replicas * Version v1.33.7, v1.34.3 required * DevMachine is not up-to-date"},
 		{"81-real-upgrade-workers-rolling-out.yaml", stalled, "UPDATE_FAILED",
-			"upgrade to Kubernetes 1.35.0 stopped at 1.34.3: HelmRelease prod-a-2b7xq4mzkd5h stalled: Helm retries exceeded: Failed to upgrade after 1 attempt(s)", "1.34.3"},
-		{"80-real-upgrade-flux-not-applied.yaml", nil, "UPDATE_IN_PROGRESS", "waiting for Flux to apply revision d0c36d9b2267 (applied: 28f6095fe9c2)", "1.33.7"},
+			"upgrade to Kubernetes 1.35.0 stopped at 1.34.3: HelmRelease prod-a-2b7xq4mzkd5h stalled: Helm retries exceeded: Failed to upgrade after 1 attempt(s)"},
+		{"80-real-upgrade-flux-not-applied.yaml", nil, "UPDATE_IN_PROGRESS", "waiting for Flux to apply revision d0c36d9b2267 (applied: 28f6095fe9c2)"},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()
@@ -89,10 +88,6 @@ func TestUpgradeChainStatus(t *testing.T) {
 				if ng.Status == "UPDATE_COMPLETE" {
 					t.Errorf("node group %s UPDATE_COMPLETE between the steps of the chain", ng.Name)
 				}
-			}
-			at, target := status.UpgradeStep(o)
-			if at != tc.wantAt || target != "1.35.0" {
-				t.Errorf("UpgradeStep = %s, %s", at, target)
 			}
 		})
 	}
