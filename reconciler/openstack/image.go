@@ -166,11 +166,14 @@ func (r *Resolver) upgradeImagesLookup(project string) lookup {
 // newest of each minor version and distribution, sorted by distribution and version.
 func newestPerMinor(all []images.Image) []v1alpha1.Image {
 	type key struct {
-		minor  string
-		distro string
+		distro       string
+		major, minor uint64
 	}
-	best := map[key]*semver.Version{}
-	out := map[key]v1alpha1.Image{}
+	type found struct {
+		v   *semver.Version
+		img v1alpha1.Image
+	}
+	best := map[key]found{}
 	for i := range all {
 		img := &all[i]
 		kv, distro := property(img, "kube_version"), property(img, "os_distro")
@@ -178,17 +181,17 @@ func newestPerMinor(all []images.Image) []v1alpha1.Image {
 		if err != nil || v.Prerelease() != "" || v.Metadata() != "" || distro == "" || !magnum.IsUUIDLike(img.ID) {
 			continue
 		}
-		k := key{fmt.Sprintf("%d.%d", v.Major(), v.Minor()), distro}
-		if b := best[k]; b == nil || b.LessThan(v) {
-			best[k], out[k] = v, v1alpha1.Image{ID: img.ID, KubeVersion: kv, OSDistro: distro}
+		k := key{distro, v.Major(), v.Minor()}
+		if b, ok := best[k]; !ok || b.v.LessThan(v) {
+			best[k] = found{v, v1alpha1.Image{ID: img.ID, KubeVersion: kv, OSDistro: distro}}
 		}
 	}
-	keys := slices.SortedFunc(maps.Keys(out), func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.distro, b.distro), best[a].Compare(best[b]))
+	keys := slices.SortedFunc(maps.Keys(best), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.distro, b.distro), cmp.Compare(a.major, b.major), cmp.Compare(a.minor, b.minor))
 	})
 	list := make([]v1alpha1.Image, len(keys))
 	for i, k := range keys {
-		list[i] = out[k]
+		list[i] = best[k].img
 	}
 	return list
 }
