@@ -15,11 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// fluxHelmRelease is Flux's HelmRelease, as the reader reads it.
+var fluxHelmRelease = schema.GroupVersionKind{Group: FluxHelmGroup, Version: "v2", Kind: "HelmRelease"}
+
 // Kinds are what the reader watches: the Flux HelmRelease and the Cluster API, CAPO and
 // addon objects of every cluster, read as v1beta1 (the chart's version; CAPI converts).
 // TakeSnapshot adds the infrastructure cluster kinds the Clusters name, when not CAPO's.
 var Kinds = []schema.GroupVersionKind{
-	{Group: FluxHelmGroup, Version: "v2", Kind: "HelmRelease"},
+	fluxHelmRelease,
 	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"},
 	{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmControlPlane"},
 	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachineDeployment"},
@@ -222,20 +225,23 @@ func AppliedCommit(revision string) string {
 	return id
 }
 
-// UpgradeChains lists, by Magnum UUID, the clusters whose HelmRelease deploys a step of a
-// chained upgrade (magnum.AnnotationUpgradeTarget): the leader requeues them.
-func (s *Snapshot) UpgradeChains() []string {
+// UpgradeChains lists, by Magnum UUID, the clusters whose Flux HelmRelease deploys a step
+// of a chained upgrade (magnum.AnnotationUpgradeTarget): the leader requeues them. It lists
+// the HelmReleases alone, not a whole snapshot.
+func UpgradeChains(ctx context.Context, src Source) ([]string, error) {
+	hrs, err := src.List(ctx, fluxHelmRelease)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", fluxHelmRelease.GroupKind(), err)
+	}
 	var out []string
-	for _, objs := range s.byCluster {
-		for _, hr := range objs {
-			if g, _ := splitAPIVersion(hr); g != FluxHelmGroup || kindOf(hr) != "HelmRelease" || hr.GetAnnotations()[magnum.AnnotationUpgradeTarget] == "" {
-				continue
-			}
-			if uuid := label(hr, magnum.LabelClusterUUID); uuid != "" {
-				out = append(out, uuid)
-			}
+	for _, hr := range hrs {
+		if hr.GetAnnotations()[magnum.AnnotationUpgradeTarget] == "" {
+			continue
+		}
+		if uuid := label(hr, magnum.LabelClusterUUID); uuid != "" {
+			out = append(out, uuid)
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, nil
 }

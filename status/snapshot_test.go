@@ -268,10 +268,10 @@ func TestSnapshotPerNamespace(t *testing.T) {
 	}
 }
 
-// TestSnapshotUpgradeChains: the clusters whose Flux HelmRelease carries the upgrade-target
+// TestUpgradeChains: the clusters whose Flux HelmRelease carries the upgrade-target
 // annotation are listed by Magnum UUID, sorted; other HelmReleases, and the addon
 // provider's HelmReleases of the same kind name, are not.
-func TestSnapshotUpgradeChains(t *testing.T) {
+func TestUpgradeChains(t *testing.T) {
 	t.Parallel()
 	hr := func(group, name, uuid, target string) *unstructured.Unstructured {
 		o := &unstructured.Unstructured{}
@@ -285,7 +285,7 @@ func TestSnapshotUpgradeChains(t *testing.T) {
 		}
 		return o
 	}
-	snap, err := status.TakeSnapshot(context.Background(), status.StaticSource{
+	got, err := status.UpgradeChains(context.Background(), status.StaticSource{
 		hr(status.FluxHelmGroup, "b", "uuid-b", "1.35.0"),
 		hr(status.FluxHelmGroup, "a", "uuid-a", "1.34.3"),
 		hr(status.FluxHelmGroup, "c", "uuid-c", ""),
@@ -294,7 +294,7 @@ func TestSnapshotUpgradeChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"uuid-a", "uuid-b"}, snap.UpgradeChains()); diff != "" {
+	if diff := cmp.Diff([]string{"uuid-a", "uuid-b"}, got); diff != "" {
 		t.Errorf("UpgradeChains (-want +got):\n%s", diff)
 	}
 }

@@ -19,11 +19,12 @@ func (s *Service) requeue(ctx context.Context) {
 // upgrades requeues the clusters whose HelmRelease deploys a step of a chained upgrade
 // (reconciler/upgrade.go), as the management cluster shows them.
 func (s *Service) upgrades(ctx context.Context) {
-	snap, err := s.judge.snapshot(ctx)
-	if err != nil || snap == nil {
-		return // the health loop reports an unreadable management cluster
+	uuids, err := status.UpgradeChains(ctx, s.o.Status)
+	if err != nil {
+		s.o.Log.Warn("upgrade chains: reading the management cluster", "error", err)
+		return
 	}
-	s.reconciler.Requeue(snap.UpgradeChains()...)
+	s.reconciler.Requeue(uuids...)
 }
 
 // observeUpgrade logs what a reconcile's upgrade step did.

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -73,9 +74,12 @@ func TestE2EPerNamespaceLayout(t *testing.T) {
 	// commit than ovn's own, and serve counts ovn's commit as applied all the same.
 	h.reconcileNow(gvkGitRepository, ko)
 	h.waitAppliedBy(ko, rev3, 3*time.Minute)
-	if c := h.getCluster(ovnUUID(ovn)); c.Revision != rev2 || c.Applied == nil || !*c.Applied || c.AppliedRevision != "main@sha1:"+rev3 {
-		t.Errorf("GET /v1/clusters/ovn = %+v, want revision %s applied through main@sha1:%s", c, rev2, rev3)
-	}
+	// serve reads the management cluster through a snapshot up to 2 s old.
+	h.waitFor("serve to see ovn applied through "+rev3, 30*time.Second, func() (bool, string) {
+		c := h.getCluster(ovnUUID(ovn))
+		ok := c.Revision == rev2 && c.Applied != nil && *c.Applied && c.AppliedRevision == "main@sha1:"+rev3
+		return ok, fmt.Sprintf("GET /v1/clusters/ovn = %+v, want revision %s applied through main@sha1:%s", c, rev2, rev3)
+	})
 
 	// 5. Delete ovn, both phases, through its namespace's Kustomization.
 	del := deepCopy(ovn).(map[string]any)
