@@ -873,20 +873,22 @@ func (h *harness) waitHTTP(p *process, url string, timeout time.Duration) {
 // The port comes from below the kernel's ephemeral range: a port of that range, free when
 // picked, can become the source port of any outgoing connection (the controllers open
 // many) before the process binds it, which failed serve's start with "address already in
-// use". No port is handed out twice.
+// use". It also stays above the ports Cluster API's in-memory backend binds on every
+// address (19000, and 20000 up, one for each workload cluster): a harness server there
+// once kept a cluster's API server from starting. No port is handed out twice.
 func freeAddr(t testing.TB) string {
 	portsMu.Lock()
 	defer portsMu.Unlock()
 	low := 32768
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > firstFreePort+2000 {
 				low = n
 			}
 		}
 	}
 	for range 1000 {
-		port := 10000 + mrand.IntN(low-10000)
+		port := firstFreePort + mrand.IntN(low-firstFreePort)
 		if portsGiven[port] {
 			continue
 		}
@@ -906,6 +908,10 @@ var (
 	portsMu    sync.Mutex
 	portsGiven = map[int]bool{}
 )
+
+// firstFreePort is the lowest port freeAddr hands out: above CAPD's in-memory listeners
+// (20000 and one more for each workload cluster a test makes at once, 50 at most).
+const firstFreePort = 21000
 
 // ---------------------------------------------------------------------------------------
 // deploy/flux: the manifests an operator applies, with the test's URL
