@@ -29,6 +29,9 @@ type Config struct {
 	ValuesOverlay map[string]any `json:"values_overlay,omitempty"`
 	// ManagementCluster says what the management cluster serves.
 	ManagementCluster ManagementClusterConfig `json:"management_cluster,omitempty"`
+	// ManagementClusters, when set, are the management clusters the repository feeds, each
+	// under its own path in place of flux.path (management.go).
+	ManagementClusters []ManagementCluster `json:"management_clusters,omitempty"`
 	// Features holds the site defaults of the feature labels (OIDC, placement, …).
 	Features FeaturesConfig `json:"features,omitempty"`
 	// Registries are the site's container registry mirrors, CAs and credentials.
@@ -310,6 +313,7 @@ func (c *Config) Validate() error {
 		p.add("flux.drift_detection", "must be one of enabled, warn, disabled, got %q", f.DriftDetection)
 	}
 	f.validateLayout(&p, c.Format)
+	c.validateManagementClusters(&p)
 	f.validatePostRenderers(&p, c.Format)
 	if c.Format != FormatFlux && c.Format != FormatArgo {
 		p.add("format", "must be flux or argo, got %q", c.Format)

@@ -71,9 +71,9 @@ func DeletePhaseOf(existing []string, deployFile string) DeletePhase {
 // applied this; it then removes the directory. Until then the directory (and the record
 // beside it) says in Git that the delete is unfinished, so a restarted or newly elected
 // service finishes it. existing lists the base names of the directory's files; removed
-// are those of the Secret files.
-func SecretsRemoved(cfg *Config, namespace, release string, existing []string) (fs *FileSet, removed []string, err error) {
-	dir := ClusterDir(cfg, namespace, release)
+// are those of the Secret files; root is the cluster's Result.Root.
+func SecretsRemoved(root, namespace, release string, existing []string) (fs *FileSet, removed []string, err error) {
+	dir := ClusterDir(root, namespace, release)
 	fs = &FileSet{Files: map[string][]byte{}}
 	for _, name := range existing {
 		if strings.HasPrefix(name, SecretFilePrefix) {

@@ -20,7 +20,7 @@ func TestDeletePhases(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
 	res := fixtureResult(t, "08-prod-a-delete.yaml")
-	dir := generator.ClusterDir(cfg, res.Namespace, res.ReleaseName)
+	dir := generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName)
 	k := path.Join(dir, generator.KustomizationFile)
 	secrets := []string{"secret-ca.sops.yaml", "secret-cloud-credentials.sops.yaml", "secret-etcd.sops.yaml", "secret-proxy.sops.yaml", "secret-sa.sops.yaml"}
 	empty := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nmetadata:\n  annotations:\n    magnum-gitops.io/delete-phase: secrets-removed\n  name: " + res.ReleaseName + "\n"
@@ -59,7 +59,7 @@ func TestDeletePhases(t *testing.T) {
 		})
 	}
 
-	fs, removed, err := generator.SecretsRemoved(cfg, res.Namespace, res.ReleaseName, append([]string{"kustomization.yaml", "magnum-cluster.yaml"}, secrets...))
+	fs, removed, err := generator.SecretsRemoved(res.Root, res.Namespace, res.ReleaseName, append([]string{"kustomization.yaml", "magnum-cluster.yaml"}, secrets...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,9 +88,10 @@ func (cfg *Config) DeployFile() string {
 	return HelmReleaseFile
 }
 
-// ClusterDir is the directory that holds one cluster: <path>/<namespace>/<R>.
-func ClusterDir(cfg *Config, namespace, release string) string {
-	return path.Join(cfg.Flux.Path, namespace, release)
+// ClusterDir is the directory that holds one cluster: <root>/<namespace>/<R>, root being
+// its management cluster's path (Result.Root).
+func ClusterDir(root, namespace, release string) string {
+	return path.Join(root, namespace, release)
 }
 
 // Files lays the result out as a repository change:
@@ -107,7 +108,7 @@ func ClusterDir(cfg *Config, namespace, release string) string {
 // delete has reached DeleteSecretsRemoved (delete.go): that directory stays until the
 // service finishes the delete.
 func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
-	dir := ClusterDir(cfg, res.Namespace, res.ReleaseName)
+	dir := ClusterDir(res.Root, res.Namespace, res.ReleaseName)
 	fs := &FileSet{Files: map[string][]byte{}}
 	marshal := opts.Marshal
 	if marshal == nil {
@@ -142,15 +143,15 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 
 	o := res.Objects
 	if o.Source != nil {
-		if err := add(path.Join(cfg.Flux.Path, "sources", sourceFile(o.Source)), o.Source); err != nil {
+		if err := add(path.Join(res.Root, "sources", sourceFile(o.Source)), o.Source); err != nil {
 			return nil, err
 		}
 	}
-	if err := add(path.Join(cfg.Flux.Path, res.Namespace, NamespaceFile), o.Namespace); err != nil {
+	if err := add(path.Join(res.Root, res.Namespace, NamespaceFile), o.Namespace); err != nil {
 		return nil, err
 	}
 	for _, l := range o.Layout {
-		if err := add(layoutFile(cfg, l), l); err != nil {
+		if err := add(layoutFile(res.Root, l), l); err != nil {
 			return nil, err
 		}
 	}

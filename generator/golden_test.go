@@ -31,7 +31,7 @@ func replayGolden(t *testing.T, format string) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		dir := filepath.Join(repo, generator.ClusterDir(cfg, res.Namespace, res.ReleaseName))
+		dir := filepath.Join(repo, generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName))
 		var existing []string
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
@@ -144,7 +144,7 @@ func TestGoldenSiteOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGolden(t, filepath.Join("site-overlay", "helmrelease.yaml"),
-		fs.Files[generator.ClusterDir(cfg, res.Namespace, res.ReleaseName)+"/"+generator.HelmReleaseFile])
+		fs.Files[generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName)+"/"+generator.HelmReleaseFile])
 
 	// The chart honours the overlay: CIDRs reach the Cluster, the FIP is disabled, and the
 	// mirrors are gone from the kubeadm config.

@@ -50,13 +50,13 @@ type FluxGitConfig struct {
 
 // layoutObjects returns the GitRepository and Kustomization that apply one project
 // namespace in the per-namespace layout, or nil in the single layout.
-func layoutObjects(cfg *Config, namespace string) []Object {
+func layoutObjects(cfg *Config, root, namespace string) []Object {
 	f := cfg.Flux
 	if f.Layout != LayoutPerNamespace {
 		return nil
 	}
 	name := magnum.FluxObjectName(namespace)
-	dir := "./" + path.Join(f.Path, namespace)
+	dir := "./" + path.Join(root, namespace)
 	labels := map[string]string{magnum.LabelManagedBy: magnum.ManagedBy}
 	repo := &sourcev1.GitRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
@@ -94,8 +94,8 @@ func layoutObjects(cfg *Config, namespace string) []Object {
 }
 
 // layoutFile is where a per-namespace object lives: <path>/flux/<kind>-<name>.yaml.
-func layoutFile(cfg *Config, o Object) string {
-	return path.Join(cfg.Flux.Path, FluxDir, sourceFile(o))
+func layoutFile(root string, o Object) string {
+	return path.Join(root, FluxDir, sourceFile(o))
 }
 
 // validateLayout checks the flux.layout options.

@@ -32,7 +32,11 @@ type Result struct {
 	// ReleaseName back into Magnum.
 	ReleaseNameGenerated bool   `json:"stack_id_generated"`
 	Namespace            string `json:"namespace"`
-	Chart                Chart  `json:"chart"`
+	// ManagementCluster names the management cluster the cluster goes to (empty without
+	// management_clusters); Root is its path in the repository, or flux.path.
+	ManagementCluster string `json:"management_cluster,omitempty"`
+	Root              string `json:"-"`
+	Chart             Chart  `json:"chart"`
 	// Values are the chart values; nil for delete_cluster.
 	Values map[string]any `json:"values,omitempty"`
 	// Deviations lists where the values differ on purpose from magnum-capi-helm 1.4.0.
@@ -71,6 +75,7 @@ func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
 		ClusterName: ev.Cluster.Name, ProjectID: ev.Cluster.ProjectID}
 
 	r.identity(res)
+	r.route(res)
 	r.readAdoption()
 	chart, devs := chartFor(ev, cfg, &r.p)
 	r.chart, r.devs = chart, append(r.devs, devs...)
@@ -97,7 +102,7 @@ func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
 		} else {
 			res.Objects.Source = r.source()
 			res.Objects.HelmRelease = r.helmRelease(res.Namespace, res.Values, res.Objects.Source)
-			res.Objects.Layout = layoutObjects(cfg, res.Namespace)
+			res.Objects.Layout = layoutObjects(cfg, res.Root, res.Namespace)
 		}
 		res.Objects.Secrets = append(r.secrets(res.Namespace), r.registrySecret(res.Namespace)...)
 	}

@@ -20,6 +20,8 @@ type ClusterRecord struct {
 	// StackID and Namespace locate the cluster's objects.
 	StackID   string
 	Namespace string
+	// Root is the repository directory of its management cluster (generator.Result.Root).
+	Root string
 	// Revision is the commit that carries the event; empty when it changed nothing.
 	Revision string
 	// At is when the event was applied (or, after a restart, when it was read back).
@@ -52,11 +54,15 @@ func NewClusters() *Clusters {
 // Observe records an applied event. The stored event is a compacted copy, without Secret
 // material.
 func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
-	rec := ClusterRecord{Event: c.compact.event(ev), StackID: s.StackID, Namespace: s.Namespace, Revision: s.Revision, At: at}
+	rec := ClusterRecord{Event: c.compact.event(ev), StackID: s.StackID, Namespace: s.Namespace, Root: s.Root, Revision: s.Revision, At: at}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.m[ev.Cluster.UUID]; ok && rec.Revision == "" && old.Event.ID == ev.ID {
+	old, had := c.m[ev.Cluster.UUID]
+	if had && rec.Revision == "" && old.Event.ID == ev.ID {
 		rec.Revision = old.Revision // a replay keeps the commit that carried it
+	}
+	if rec.Root == "" {
+		rec.Root = old.Root
 	}
 	c.m[ev.Cluster.UUID] = rec
 	c.unbury(ev.Cluster.UUID)
@@ -174,19 +180,29 @@ type FileLister interface {
 // restart, with no event lost that Git holds. A record that does not decode is skipped and
 // returned in bad, so that one corrupt file does not stop the service.
 func LoadClusters(repo FileLister, cfg *generator.Config, at time.Time) (*Clusters, []string, error) {
-	files, err := repo.ListFiles(cfg.Flux.Path)
-	if err != nil {
-		return nil, nil, err
-	}
 	c := NewClusters()
 	var bad []string
+	for _, root := range cfg.Roots() {
+		files, err := repo.ListFiles(root)
+		if err != nil {
+			return nil, nil, err
+		}
+		if bad, err = c.load(repo, cfg, root, files, bad, at); err != nil {
+			return nil, nil, err
+		}
+	}
+	return c, bad, nil
+}
+
+// load indexes the records among the files of one root.
+func (c *Clusters) load(repo FileLister, cfg *generator.Config, root string, files, bad []string, at time.Time) ([]string, error) {
 	for _, f := range files {
 		if path.Base(f) != RecordFile {
 			continue
 		}
 		data, ok, err := repo.ReadFile(f)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if !ok {
 			continue
@@ -202,9 +218,9 @@ func LoadClusters(repo FileLister, cfg *generator.Config, at time.Time) (*Cluste
 		}
 		c.unbury(ev.Cluster.UUID)
 		c.m[ev.Cluster.UUID] = ClusterRecord{Event: c.compact.event(ev), StackID: stackID,
-			Namespace: magnum.Namespace(cfg.Magnum.CapiHelm.NamespacePrefix, ev.Cluster.ProjectID), At: at}
+			Namespace: magnum.Namespace(cfg.Magnum.CapiHelm.NamespacePrefix, ev.Cluster.ProjectID), Root: root, At: at}
 	}
-	return c, bad, nil
+	return bad, nil
 }
 
 // FillRevisions sets the commit of every record whose revision is unknown (after a

@@ -43,8 +43,8 @@ type Management interface {
 	// (status.Report.SecretsRemovable).
 	ClusterGone(ctx context.Context, rec ClusterRecord) bool
 	// Applied reports whether Flux has applied commit, or a later commit that holds it, to
-	// the clusters of namespace.
-	Applied(namespace, commit string) bool
+	// the clusters of rec's namespace on its management cluster.
+	Applied(rec ClusterRecord, commit string) bool
 	// DeleteSecrets deletes the named Secrets of rec's namespace (absent ones are fine),
 	// and what else the cluster held outside Git (its application credentials).
 	DeleteSecrets(ctx context.Context, rec ClusterRecord, names []string) error
@@ -86,7 +86,7 @@ type deletion struct {
 func (r *Reconciler) deleteStep(ctx context.Context, rec ClusterRecord) *deletion {
 	cfg := r.Pipeline.Config
 	d := &deletion{rec: rec, progress: DeleteProgress{ClusterUUID: rec.Event.Cluster.UUID, StackID: rec.StackID, Namespace: rec.Namespace}}
-	names, err := r.Sink.Repo.ListDir(generator.ClusterDir(cfg, rec.Namespace, rec.StackID))
+	names, err := r.Sink.Repo.ListDir(generator.ClusterDir(rec.Root, rec.Namespace, rec.StackID))
 	if err != nil {
 		d.progress.Err = stepError("read", err)
 		return d
@@ -117,7 +117,7 @@ func (r *Reconciler) deleteStep(ctx context.Context, rec ClusterRecord) *deletio
 	}
 	// The Cluster is asked after Flux: one may have come since the Secret files left Git
 	// (Flux applying a create late), and it needs them until it is gone.
-	if rm.commit != "" && !r.Management.Applied(rec.Namespace, rm.commit) || !r.Management.ClusterGone(ctx, rec) {
+	if rm.commit != "" && !r.Management.Applied(rec, rm.commit) || !r.Management.ClusterGone(ctx, rec) {
 		return nil
 	}
 	d.progress.Secrets = rm.secrets
@@ -190,13 +190,13 @@ func (r *Reconciler) forget(rec ClusterRecord) {
 // the directory held: Flux does not prune them (they carry the prune guard).
 func (d *deletion) removeSecrets(cfg *generator.Config) planFunc {
 	rec := d.rec
-	dir := generator.ClusterDir(cfg, rec.Namespace, rec.StackID)
+	dir := generator.ClusterDir(rec.Root, rec.Namespace, rec.StackID)
 	return func(base gitrepo.Tree) (gitrepo.Change, error) {
 		names, err := atPhase(base, cfg, dir, generator.DeleteAwaitingCluster)
 		if err != nil {
 			return gitrepo.Change{}, err
 		}
-		fs, removed, err := generator.SecretsRemoved(cfg, rec.Namespace, rec.StackID, names)
+		fs, removed, err := generator.SecretsRemoved(rec.Root, rec.Namespace, rec.StackID, names)
 		if err != nil {
 			return gitrepo.Change{}, stepError("encode", err)
 		}
@@ -222,7 +222,7 @@ func (d *deletion) removeSecrets(cfg *generator.Config) planFunc {
 // finishDelete plans DeleteSecretsRemoved → DeleteDone: what is left of the cluster's
 // directory (an empty kustomization.yaml and the record) leaves Git.
 func finishDelete(cfg *generator.Config, rec ClusterRecord) planFunc {
-	dir := generator.ClusterDir(cfg, rec.Namespace, rec.StackID)
+	dir := generator.ClusterDir(rec.Root, rec.Namespace, rec.StackID)
 	return func(base gitrepo.Tree) (gitrepo.Change, error) {
 		if _, err := atPhase(base, cfg, dir, generator.DeleteSecretsRemoved); err != nil {
 			return gitrepo.Change{}, err

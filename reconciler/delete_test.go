@@ -29,7 +29,7 @@ func deleted(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink, string, r
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, sink, dir, reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace}
+	return p, sink, dir, reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace, Root: out.Plan.Result.Root}
 }
 
 // management is the management cluster as a delete or upgrade step sees it: whether the
@@ -67,7 +67,7 @@ func (m *management) ClusterGone(context.Context, reconciler.ClusterRecord) bool
 	return m.gone
 }
 
-func (m *management) Applied(string, string) bool {
+func (m *management) Applied(reconciler.ClusterRecord, string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.applied
@@ -96,7 +96,7 @@ type deleter struct {
 
 func newDeleter(p *reconciler.Pipeline, sink *reconciler.GitSink, rec reconciler.ClusterRecord, m reconciler.Management) *deleter {
 	d := &deleter{clusters: reconciler.NewClusters(), rec: rec}
-	d.clusters.Observe(rec.Event, reconciler.Summary{StackID: rec.StackID, Namespace: rec.Namespace}, time.Now())
+	d.clusters.Observe(rec.Event, reconciler.Summary{StackID: rec.StackID, Namespace: rec.Namespace, Root: rec.Root}, time.Now())
 	d.r = &reconciler.Reconciler{Pipeline: p, Sink: sink, Clusters: d.clusters, Management: m,
 		ObserveDelete: func(pr reconciler.DeleteProgress) { d.progress = append(d.progress, pr) },
 		Pushed:        func(ns string, _ []string) { d.pushed = append(d.pushed, ns) }}
@@ -173,7 +173,7 @@ func TestDeleteStep(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p, sink, dir, rec := deleted(t)
-			clusterDir := generator.ClusterDir(p.Config, rec.Namespace, rec.StackID)
+			clusterDir := generator.ClusterDir(rec.Root, rec.Namespace, rec.StackID)
 			m := &management{}
 			d := newDeleter(p, sink, rec, m)
 			for i, s := range tt.steps {
@@ -243,7 +243,7 @@ func TestDeleteStepFollowsTheHead(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			p, sink, dir, rec := deleted(t)
-			clusterDir := generator.ClusterDir(p.Config, rec.Namespace, rec.StackID)
+			clusterDir := generator.ClusterDir(rec.Root, rec.Namespace, rec.StackID)
 			if tc.revert {
 				work := filepath.Join(t.TempDir(), "work")
 				for _, args := range [][]string{{"clone", "-q", dir, work}, {"-C", work, "-c", "user.name=ops", "-c", "user.email=ops@example.org",

@@ -113,7 +113,7 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 			}
 		}
 		ns := magnum.Namespace(f.Config.Magnum.CapiHelm.NamespacePrefix, t.project)
-		data, ok, err := snap.ReadFile(path.Join(generator.ClusterDir(f.Config, ns, t.stackID), RecordFile))
+		data, root, ok, err := readRecordAt(snap, f.Config.Roots(), ns, t.stackID)
 		if err != nil {
 			return n, err
 		}
@@ -130,12 +130,23 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 			if rev == "" && ev.ID == "" {
 				rev = t.event
 			}
-			rec = &ClusterRecord{Event: f.Clusters.compact.event(ev), StackID: t.stackID, Namespace: ns, Revision: rev, At: now()}
+			rec = &ClusterRecord{Event: f.Clusters.compact.event(ev), StackID: t.stackID, Namespace: ns, Root: root, Revision: rev, At: now()}
 		}
 		f.Clusters.replace(uuid, old.Event, rec, now(), head)
 	}
 	f.head = head
 	return n, nil
+}
+
+// readRecordAt reads a cluster's record from the first root that holds its directory.
+func readRecordAt(t Tree, roots []string, namespace, stackID string) (data []byte, root string, ok bool, err error) {
+	for _, root := range roots {
+		data, ok, err := t.ReadFile(path.Join(generator.ClusterDir(root, namespace, stackID), RecordFile))
+		if err != nil || ok {
+			return data, root, ok, err
+		}
+	}
+	return nil, "", false, nil
 }
 
 // newer reports whether rev came after head: it is not in head's history. The commits

@@ -83,7 +83,7 @@ func TestFollowerCatchesUp(t *testing.T) {
 	if _, err := a.Apply(ctx, p, del); err != nil {
 		t.Fatal(err)
 	}
-	arec := reconciler.ClusterRecord{Event: del, StackID: rec.StackID, Namespace: rec.Namespace}
+	arec := reconciler.ClusterRecord{Event: del, StackID: rec.StackID, Namespace: rec.Namespace, Root: rec.Root}
 	deleteAll(t, p, a, arec)
 	if err := b.Repo.Fetch(ctx); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestFollowerTombstones(t *testing.T) {
 	if err := b.Repo.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rec := reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace}
+	rec := reconciler.ClusterRecord{Event: del, StackID: out.Plan.Result.ReleaseName, Namespace: out.Plan.Result.Namespace, Root: out.Plan.Result.Root}
 	done := deleteAll(t, p, a, rec)
 	// This replica saw the delete complete (its leader finished it) in a commit the
 	// follower's next snapshot, fetched before, does not hold.

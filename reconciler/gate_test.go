@@ -104,7 +104,7 @@ func TestGate(t *testing.T) {
 			cfg := generator.DefaultConfig()
 			p := &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t), Gate: &reconciler.Gate{}}
 			res, first, tree := written(t, p, create)
-			dir := generator.ClusterDir(&cfg, res.Namespace, res.ReleaseName)
+			dir := generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName)
 			hr, record := path.Join(dir, generator.HelmReleaseFile), path.Join(dir, reconciler.RecordFile)
 			if tc.edit != nil {
 				tc.edit(tree, hr, record)

@@ -80,7 +80,7 @@ func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 // keeps that writer's ciphertext, and identical intent never conflicts.
 func (s *GitSink) plan(p *Pipeline, ev *v1alpha1.ClusterEvent, res *generator.Result, branch string, out *Written) planFunc {
 	return func(base gitrepo.Tree) (gitrepo.Change, error) {
-		if err := checkReusedID(base, recordPath(p.Config, res), ev); err != nil {
+		if err := checkReusedID(base, recordPath(res), ev); err != nil {
 			return gitrepo.Change{}, err
 		}
 		pl, err := p.Plan(ev, res, base)
@@ -130,7 +130,7 @@ func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (strin
 // the resync rendered, since an event committed since (here or by another replica) is
 // newer, and committing the old record would undo it.
 func (s *GitSink) resyncPlan(p *Pipeline, pl *Plan, out *Written) planFunc {
-	res, ev, rp, planned := pl.Result, pl.Event, recordPath(p.Config, pl.Result), pl.record
+	res, ev, rp, planned := pl.Result, pl.Event, recordPath(pl.Result), pl.record
 	return func(base gitrepo.Tree) (gitrepo.Change, error) {
 		cur, ok, err := base.ReadFile(rp)
 		if err != nil {

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -55,7 +56,10 @@ func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 // plan is Plan; chained says the caller is the upgrade step, which found the deployed
 // version rolled out.
 func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree Tree, chained bool) (*Plan, error) {
-	dir := generator.ClusterDir(p.Config, res.Namespace, res.ReleaseName)
+	dir := generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName)
+	if err := p.checkMove(res, tree); err != nil {
+		return nil, err
+	}
 	if rec, ok, err := tree.ReadFile(path.Join(dir, RecordFile)); err != nil {
 		return nil, stepError("read", err)
 	} else if in := inherit(ev, rec); ok && in != ev {
@@ -154,7 +158,7 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 
 // addRecord keeps the event's record beside the manifests, and removes it with them.
 func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generator.FileSet, tree Tree) error {
-	f := recordPath(p.Config, res)
+	f := recordPath(res)
 	if slices.Contains(fs.Deletes, path.Join(path.Dir(f), generator.KustomizationFile)) {
 		fs.Deletes = append(fs.Deletes, f)
 		return nil
@@ -167,6 +171,28 @@ func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, res *generator.Result, f
 		return err
 	}
 	fs.Files[f] = b
+	return nil
+}
+
+// checkMove refuses an event whose cluster lives under another management cluster's path
+// than the one the configuration now routes it to: rendered there, it would be created a
+// second time by the other management cluster while the first kept it. Moving a cluster
+// between management clusters is clusterctl move, outside the repository.
+func (p *Pipeline) checkMove(res *generator.Result, tree Tree) error {
+	for _, root := range p.Config.Roots() {
+		if root == res.Root {
+			continue
+		}
+		_, ok, err := tree.ReadFile(path.Join(generator.ClusterDir(root, res.Namespace, res.ReleaseName), RecordFile))
+		if err != nil {
+			return stepError("read", err)
+		}
+		if ok {
+			from := p.Config.ManagementClusterAt(root)
+			return stepError("render", &v1alpha1.FieldError{Field: "management_clusters",
+				Message: fmt.Sprintf("cluster %s lives on management cluster %s (%s), the configuration now routes it to %s: moving a cluster between management clusters is not a render (clusterctl move); route it back", res.ClusterUUID, from.Name, root, res.ManagementCluster)})
+		}
+	}
 	return nil
 }
 

@@ -36,8 +36,8 @@ func Record(ev *v1alpha1.ClusterEvent) ([]byte, error) {
 }
 
 // recordPath is where a rendered cluster's record lives.
-func recordPath(cfg *generator.Config, res *generator.Result) string {
-	return path.Join(generator.ClusterDir(cfg, res.Namespace, res.ReleaseName), RecordFile)
+func recordPath(res *generator.Result) string {
+	return path.Join(generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName), RecordFile)
 }
 
 // ReadRecord decodes a RecordFile.

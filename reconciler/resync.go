@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"maps"
 	"path"
 	"runtime"
 	"slices"
@@ -164,19 +165,21 @@ func (p *Pipeline) records(repo FileLister, hashes map[string]string) ([]string,
 		slices.Sort(records)
 		return records, nil
 	}
-	files, err := repo.ListFiles(p.Config.Flux.Path)
-	if err != nil {
-		return nil, stepError("read", err)
-	}
-	for _, f := range files {
-		if path.Base(f) == RecordFile {
-			records = append(records, f)
+	for _, root := range p.Config.Roots() {
+		files, err := repo.ListFiles(root)
+		if err != nil {
+			return nil, stepError("read", err)
+		}
+		for _, f := range files {
+			if path.Base(f) == RecordFile {
+				records = append(records, f)
+			}
 		}
 	}
 	return records, nil
 }
 
-// settledGate returns the hash of every path under the Flux path and the digest of p's
+// settledGate returns the hash of every path under the clusters' roots and the digest of p's
 // settings, when p has a Gate and repo can hash its paths; nil hashes otherwise.
 func (p *Pipeline) settledGate(repo FileLister) (map[string]string, [sha256.Size]byte, error) {
 	h, ok := repo.(interface {
@@ -189,9 +192,17 @@ func (p *Pipeline) settledGate(repo FileLister) (map[string]string, [sha256.Size
 	if err != nil {
 		return nil, [sha256.Size]byte{}, nil // settings it cannot digest: no gate
 	}
-	hashes, err := h.Hashes(p.Config.Flux.Path)
-	if err != nil {
-		return nil, [sha256.Size]byte{}, stepError("read", err)
+	var hashes map[string]string
+	for _, root := range p.Config.Roots() {
+		at, err := h.Hashes(root)
+		if err != nil {
+			return nil, [sha256.Size]byte{}, stepError("read", err)
+		}
+		if hashes == nil {
+			hashes = at
+			continue
+		}
+		maps.Copy(hashes, at)
 	}
 	return hashes, sha256.Sum256(cfg), nil
 }

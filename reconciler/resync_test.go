@@ -166,7 +166,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 	if now := gitOut(t, dir, "rev-parse", "main"); now != head {
 		t.Errorf("resync committed over the newer event:\n%s", gitOut(t, dir, "log", "-2", "--stat", "main"))
 	}
-	record := path.Join(generator.ClusterDir(p.Config, plans[0].Result.Namespace, plans[0].Result.ReleaseName), reconciler.RecordFile)
+	record := path.Join(generator.ClusterDir(plans[0].Result.Root, plans[0].Result.Namespace, plans[0].Result.ReleaseName), reconciler.RecordFile)
 	if got := gitOut(t, dir, "show", "main:"+record); !strings.Contains(got, `"id": "`+resize.ID+`"`) {
 		t.Errorf("the record lost the newer event:\n%s", got)
 	}
@@ -204,7 +204,7 @@ func TestResyncTornRead(t *testing.T) {
 	if out, err := resyncOne(ctx, sink, upgraded, plans[0]); err != nil || !out.NoOp {
 		t.Errorf("resync over a record that moved: %+v %v; want no commit", out, err)
 	}
-	record := path.Join(generator.ClusterDir(p.Config, plans[0].Result.Namespace, plans[0].Result.ReleaseName), reconciler.RecordFile)
+	record := path.Join(generator.ClusterDir(plans[0].Result.Root, plans[0].Result.Namespace, plans[0].Result.ReleaseName), reconciler.RecordFile)
 	if got := gitOut(t, dir, "show", "main:"+record); !strings.Contains(got, `"id": "`+resize.ID+`"`) {
 		t.Errorf("resync undid the event; history:\n%s", gitOut(t, dir, "log", "-3", "--format=%h %s", "main"))
 	}

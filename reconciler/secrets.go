@@ -56,7 +56,7 @@ func (sp SecretPolicy) addCreationRules(cfg *generator.Config, fs *generator.Fil
 	}
 	for f := range fs.Files {
 		if strings.HasSuffix(path.Base(f), sopsenc.FileSuffix) {
-			fs.Files[SOPSConfigFile] = sp.Encrypter.CreationRules(cfg.Flux.Path)
+			fs.Files[SOPSConfigFile] = sp.Encrypter.CreationRules(cfg.Roots()...)
 			return
 		}
 	}

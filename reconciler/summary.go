@@ -16,6 +16,10 @@ type Summary struct {
 	StackID          string             `json:"stack_id,omitempty"`
 	StackIDGenerated bool               `json:"stack_id_generated"`
 	Namespace        string             `json:"namespace,omitempty"`
+	// ManagementCluster is where the cluster goes (empty without management_clusters), and
+	// Root its directory in the repository (generator.Result.Root).
+	ManagementCluster string `json:"management_cluster,omitempty"`
+	Root              string `json:"-"`
 	// Outcome is "committed", "unchanged", or the Kind of the failure.
 	Outcome string `json:"outcome"`
 	// Revision is the commit that carries the event; empty when nothing changed.
@@ -59,6 +63,7 @@ func NewSummary(ev *v1alpha1.ClusterEvent, o *Written, err error) Summary {
 	if o != nil && o.Plan != nil {
 		r := o.Plan.Result
 		s.StackID, s.StackIDGenerated, s.Namespace = r.ReleaseName, r.ReleaseNameGenerated, r.Namespace
+		s.ManagementCluster, s.Root = r.ManagementCluster, r.Root
 		s.Paths = o.Plan.Paths()
 	}
 	if err != nil {

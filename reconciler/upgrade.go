@@ -88,8 +88,7 @@ type upgrading struct {
 // upgradeStep moves an upgrade chain under way one step on when the management cluster has
 // rolled out the version the head deploys; nil when there is nothing to do or report.
 func (r *Reconciler) upgradeStep(ctx context.Context, rec ClusterRecord) *upgrading {
-	cfg := r.Pipeline.Config
-	dir := generator.ClusterDir(cfg, rec.Namespace, rec.StackID)
+	dir := generator.ClusterDir(rec.Root, rec.Namespace, rec.StackID)
 	u := &upgrading{progress: UpgradeProgress{ClusterUUID: rec.Event.Cluster.UUID, StackID: rec.StackID, Namespace: rec.Namespace}}
 	dep, err := readDeployed(r.Sink.Repo, dir, r.Pipeline.Gate)
 	if err != nil {

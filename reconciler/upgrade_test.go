@@ -21,7 +21,7 @@ import (
 // deploys and its upgrade-target annotation.
 func deployedAt(t *testing.T, p *reconciler.Pipeline, sink *reconciler.GitSink, namespace, stackID string) (version, target string) {
 	t.Helper()
-	b, ok, err := sink.Repo.ReadFile(path.Join(generator.ClusterDir(p.Config, namespace, stackID), generator.HelmReleaseFile))
+	b, ok, err := sink.Repo.ReadFile(path.Join(generator.ClusterDir(p.Config.Flux.Path, namespace, stackID), generator.HelmReleaseFile))
 	if err != nil || !ok {
 		t.Fatalf("HelmRelease: %v (found %v)", err, ok)
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
@@ -135,35 +136,61 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		Tokens: tokens, MaxBodyBytes: file.Serve.MaxBodyBytes,
 		MaxGroup: file.Serve.Group.MaxEvents, MaxWait: file.Serve.Group.MaxWait.Duration,
 		ShutdownDelay:  o.shutdownDelayFrom(&file.Serve),
-		Kustomization:  cmp.Or(file.Serve.Kustomization, status.DefaultKustomization),
 		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log}
-	rr := file.Serve.ReconcileRequest
-	if o.objectsFile != "" {
-		if rr.Name != "" {
-			return config.Invalid(errors.New("serve.reconcile_request: needs a management cluster, not --objects"))
-		}
-		so.Status = fileSource(o.objectsFile)
-	} else {
-		c, cfg, err := kube.StartCache(ctx, o.kubeconfig, 2*time.Minute)
-		if err != nil {
-			return err
-		}
-		so.Status = kube.Source{Reader: c}
-		if so.Kube, err = client.New(cfg, client.Options{}); err != nil {
-			return err
-		}
-		if rr.Name != "" {
-			so.ReconcileRequest = service.ReconcileRequest{Namespace: cmp.Or(rr.Namespace, "flux-system"), Name: rr.Name}
-		}
-		if o.leaderElect {
-			le := file.Serve.LeaderElection
-			so.Elect = kube.LeaderElector(cfg, cmp.Or(le.Namespace, "magnum-gitops"), cmp.Or(le.Name, "magnum-gitops"))
-		}
+	if err := o.management(ctx, file, &so); err != nil {
+		return err
 	}
 	if err := o.openstack(ctx, file, p, &so); err != nil {
 		return err
 	}
 	return service.Run(ctx, so)
+}
+
+// management connects to each management cluster: those of management_clusters, or the
+// one of --kubeconfig. serve.kustomization and serve.reconcile_request are the defaults of
+// each; leader election runs on --kubeconfig's.
+func (o *serveOptions) management(ctx context.Context, file *config.File, so *service.Options) error {
+	entries := file.ManagementClusters
+	if len(entries) == 0 {
+		entries = []generator.ManagementCluster{{}}
+	}
+	for _, e := range entries {
+		rr := cmp.Or(e.ReconcileRequest, file.Serve.ReconcileRequest)
+		m := service.ManagementCluster{Name: e.Name,
+			Kustomization: cmp.Or(e.Kustomization, file.Serve.Kustomization, status.DefaultKustomization)}
+		if o.objectsFile != "" {
+			if rr.Name != "" {
+				return config.Invalid(errors.New("serve.reconcile_request: needs a management cluster, not --objects"))
+			}
+			m.Status = fileSource(o.objectsFile)
+			so.Management = append(so.Management, m)
+			continue
+		}
+		c, cfg, err := kube.StartCache(ctx, cmp.Or(e.Kubeconfig, o.kubeconfig), 2*time.Minute)
+		if err != nil {
+			if e.Name != "" {
+				return fmt.Errorf("management cluster %s: %w", e.Name, err)
+			}
+			return err
+		}
+		m.Status = kube.Source{Reader: c}
+		if m.Kube, err = client.New(cfg, client.Options{}); err != nil {
+			return err
+		}
+		if rr.Name != "" {
+			m.ReconcileRequest = service.ReconcileRequest{Namespace: cmp.Or(rr.Namespace, "flux-system"), Name: rr.Name}
+		}
+		so.Management = append(so.Management, m)
+	}
+	if o.leaderElect && o.objectsFile == "" {
+		cfg, err := kube.RESTConfig(o.kubeconfig)
+		if err != nil {
+			return err
+		}
+		le := file.Serve.LeaderElection
+		so.Elect = kube.LeaderElector(cfg, cmp.Or(le.Namespace, "magnum-gitops"), cmp.Or(le.Name, "magnum-gitops"))
+	}
+	return nil
 }
 
 // shutdownDelayFrom is --shutdown-delay when given, else serve.shutdown_delay when set

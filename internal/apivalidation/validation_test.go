@@ -158,7 +158,7 @@ func TestMalformedRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := generator.ClusterDir(&cfg, res.Namespace, res.ReleaseName) + "/" + generator.HelmReleaseFile
+	p := generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName) + "/" + generator.HelmReleaseFile
 	objs, err := chartrender.Parse(bytes.NewReader(fs.Files[p]))
 	if err != nil {
 		t.Fatal(err)

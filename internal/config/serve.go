@@ -40,10 +40,7 @@ type Serve struct {
 	// reconcile.fluxcd.io/requestedAt after each push (what `flux reconcile source git`
 	// does), so Flux fetches the commit at once instead of at its next interval. Needs
 	// patch on gitrepositories (deploy/service/rbac.yaml); namespace defaults to flux-system.
-	ReconcileRequest struct {
-		Namespace string `json:"namespace,omitempty"`
-		Name      string `json:"name,omitempty"`
-	} `json:"reconcile_request,omitempty"`
+	ReconcileRequest generator.ReconcileRequest `json:"reconcile_request,omitempty"`
 	// LeaderElection names the Lease the replicas elect their leader with.
 	LeaderElection struct {
 		Namespace string `json:"namespace,omitempty"`

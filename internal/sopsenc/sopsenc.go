@@ -311,24 +311,29 @@ func canonicalEqual(a, b []byte) bool {
 	return na != nil && bytes.Equal(na, nb)
 }
 
-// CreationRules returns a .sops.yaml for the repository root, so operators can edit the
+// CreationRules returns a .sops.yaml for the repository root, one rule per path the
+// Secrets live under (each management cluster's), so operators can edit the
 // files with the sops CLI using the same recipients and regex.
-func (e *Encrypter) CreationRules(path string) []byte {
-	if b, ok := e.rules.Load(path); ok {
+func (e *Encrypter) CreationRules(paths ...string) []byte {
+	key := strings.Join(paths, "\x00")
+	if b, ok := e.rules.Load(key); ok {
 		return b.([]byte)
 	}
-	b := e.creationRules(path)
-	e.rules.Store(path, b)
+	b := e.creationRules(paths)
+	e.rules.Store(key, b)
 	return b
 }
 
-func (e *Encrypter) creationRules(path string) []byte {
-	doc := map[string]any{"creation_rules": []any{map[string]any{
-		"path_regex":      "^" + regexpQuote(strings.TrimSuffix(path, "/")) + "/.*\\.sops\\.yaml$",
-		"encrypted_regex": EncryptedRegex,
-		"age":             strings.Join(e.recipients, ","),
-	}}}
-	b, _ := yaml.Marshal(doc)
+func (e *Encrypter) creationRules(paths []string) []byte {
+	rules := make([]any, len(paths))
+	for i, p := range paths {
+		rules[i] = map[string]any{
+			"path_regex":      "^" + regexpQuote(strings.TrimSuffix(p, "/")) + "/.*\\.sops\\.yaml$",
+			"encrypted_regex": EncryptedRegex,
+			"age":             strings.Join(e.recipients, ","),
+		}
+	}
+	b, _ := yaml.Marshal(map[string]any{"creation_rules": rules})
 	return append([]byte("# Written by magnum-gitops: the recipients of the cluster Secrets.\n"), b...)
 }
 

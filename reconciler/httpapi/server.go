@@ -32,7 +32,7 @@ type Server struct {
 	// Applied reports the revision Flux last applied to a namespace (its Kustomization's
 	// lastAppliedRevision) and whether that includes revision; known is false when there
 	// is no such Kustomization. Nil when there is no management cluster.
-	Applied func(namespace, revision string) (applied string, includes, known bool)
+	Applied func(rec reconciler.ClusterRecord, revision string) (applied string, includes, known bool)
 	// Tokens are the accepted bearer tokens.
 	Tokens Tokens
 	// AcceptClientCerts lets a verified TLS client certificate stand for a token.
@@ -201,7 +201,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
 	a := clusterAnswer{UUID: rec.Event.Cluster.UUID, StackID: rec.StackID, Namespace: rec.Namespace,
 		EventID: rec.Event.ID, Operation: string(rec.Event.Operation), Revision: rec.Revision, UpdatedAt: rec.At}
 	if s.Applied != nil {
-		if applied, done, known := s.Applied(rec.Namespace, rec.Revision); known {
+		if applied, done, known := s.Applied(rec, rec.Revision); known {
 			a.AppliedRevision = applied
 			done = done && rec.Revision != ""
 			a.Applied = &done
@@ -226,7 +226,7 @@ func (s *Server) getStatus(w http.ResponseWriter, r *http.Request) {
 		if rec, ok := s.Clusters.Get(rep.ClusterUUID); ok {
 			a.EventID, a.Revision.Desired = rec.Event.ID, rec.Revision
 			if s.Applied != nil {
-				a.Revision.Applied, _, _ = s.Applied(rec.Namespace, rec.Revision)
+				a.Revision.Applied, _, _ = s.Applied(rec, rec.Revision)
 			}
 		} else if gone, ok := s.Clusters.Gone(rep.ClusterUUID); ok {
 			// DELETE_COMPLETE belongs to the delete: the driver shim takes a terminal

@@ -78,7 +78,7 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 		t.Fatal("cache did not sync")
 	}
 	h := start(t, func(o *service.Options) {
-		o.Status, o.Kube, o.Kustomization = kube.Source{Reader: c}, env.Client, "flux-system/magnum-clusters"
+		o.Management = []service.ManagementCluster{{Status: kube.Source{Reader: c}, Kube: env.Client, Kustomization: "flux-system/magnum-clusters"}}
 	})
 	for _, f := range []string{"01-prod-a-create.yaml", "08-prod-a-delete.yaml"} {
 		if code, ans := h.post(fixture(t, f)); code != http.StatusOK {

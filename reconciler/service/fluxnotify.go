@@ -67,12 +67,12 @@ type reconcileRequester struct {
 	pending map[types.NamespacedName]struct{}
 }
 
-func newReconcileRequester(kube client.Client, target ReconcileRequest, flux generator.FluxConfig, log *slog.Logger) *reconcileRequester {
+func newReconcileRequester(kube client.Client, target ReconcileRequest, root string, flux generator.FluxConfig, log *slog.Logger) *reconcileRequester {
 	r := &reconcileRequester{kube: kube, target: target, log: log, now: time.Now, wake: make(chan struct{}, 1),
 		pending: map[types.NamespacedName]struct{}{}}
 	if flux.Layout == generator.LayoutPerNamespace {
 		r.perNamespace = flux.SourceNamespace
-		r.rootPaths = []string{path.Join(flux.Path, generator.FluxDir) + "/", path.Join(flux.Path, "sources") + "/"}
+		r.rootPaths = []string{path.Join(root, generator.FluxDir) + "/", path.Join(root, "sources") + "/"}
 	}
 	return r
 }

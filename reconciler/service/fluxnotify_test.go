@@ -63,8 +63,8 @@ func TestReconcileRequestAfterPush(t *testing.T) {
 	defer cancel()
 	g := gitRepository(t, ctx, "reconcile-request")
 	h := start(t, func(o *service.Options) {
-		o.Kube = env.Client
-		o.ReconcileRequest = service.ReconcileRequest{Namespace: "flux-system", Name: "reconcile-request"}
+		o.Management[0].Kube = env.Client
+		o.Management[0].ReconcileRequest = service.ReconcileRequest{Namespace: "flux-system", Name: "reconcile-request"}
 	})
 	if at, _ := requestedAt(t, ctx, g); !at.IsZero() {
 		t.Fatalf("requested at %s before any push", at)
@@ -106,8 +106,8 @@ func TestReconcileRequestFailureDoesNotFailEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h := start(t, func(o *service.Options) {
-		o.Kube = env.Client
-		o.ReconcileRequest = service.ReconcileRequest{Namespace: "flux-system", Name: "no-such-gitrepository"}
+		o.Management[0].Kube = env.Client
+		o.Management[0].ReconcileRequest = service.ReconcileRequest{Namespace: "flux-system", Name: "no-such-gitrepository"}
 	})
 	code, ans := h.post(fixture(t, "01-prod-a-create.yaml"))
 	if code != http.StatusOK || ans["outcome"] != "committed" {
@@ -131,8 +131,8 @@ func TestReconcileRequestPerNamespace(t *testing.T) {
 	root := gitRepository(t, ctx, "per-namespace-root")
 	own := gitRepository(t, ctx, ns)
 	h := start(t, func(o *service.Options) {
-		o.Kube = env.Client
-		o.ReconcileRequest = service.ReconcileRequest{Namespace: "flux-system", Name: "per-namespace-root"}
+		o.Management[0].Kube = env.Client
+		o.Management[0].ReconcileRequest = service.ReconcileRequest{Namespace: "flux-system", Name: "per-namespace-root"}
 		f := &o.Pipeline.Config.Flux
 		f.Layout, f.Git.URL = generator.LayoutPerNamespace, "https://git.example.org/cloud/magnum-clusters.git"
 	})

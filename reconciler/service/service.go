@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -48,17 +47,11 @@ type Options struct {
 	// ReadyInterval is how often the Git remote is checked for /readyz when no push showed
 	// it reachable meanwhile, and how soon a replica learns the others' commits (default 5s).
 	ReadyInterval time.Duration
-	// Status reads the management cluster; Kustomization names the Flux Kustomization
-	// that applies the repository. Without Status, status answers 503.
-	Status        status.Source
-	Kustomization string
+	// Management are the management clusters the repository feeds, by the names the
+	// configuration's management_clusters give them (one, unnamed, without that section).
+	// One the configuration names but Management leaves out answers status 503.
+	Management    []ManagementCluster
 	StatusOptions func(now time.Time) status.Options
-	// Kube deletes a deleted cluster's Secrets once they left Git (they carry the prune
-	// guard, so Flux does not). Without it the Secrets stay and a warning is logged.
-	Kube client.Client
-	// ReconcileRequest, when it names a GitRepository, is annotated through Kube after
-	// every push so that Flux fetches the commit at once (see fluxnotify.go).
-	ReconcileRequest ReconcileRequest
 	// Reporter PATCHes health to Magnum every HealthInterval; nil disables it.
 	Reporter       *report.MagnumReporter
 	HealthInterval time.Duration
@@ -96,10 +89,9 @@ type Service struct {
 	ledger     *reconciler.Ledger
 	// follower reads the commits of the other replicas into clusters and ledger.
 	follower *reconciler.Follower
-	judge    *judge
-	api      *httpapi.Server
-	// requester asks Flux to fetch after each push; nil when not configured.
-	requester *reconcileRequester
+	// managed are the management clusters, in the order of the configuration's roots.
+	managed []*managed
+	api     *httpapi.Server
 
 	// knownHealth is what Magnum was last told per cluster (uuid → report.Known).
 	knownHealth sync.Map
@@ -151,11 +143,9 @@ func newService(o Options) (*Service, error) {
 		o.ReadyInterval = 5 * time.Second
 	}
 	s := &Service{o: o, m: newMetrics(o.Registry), ledger: reconciler.NewLedger()}
-	if o.ReconcileRequest.Enabled() {
-		if o.Kube == nil {
-			return nil, errors.New("serve: a reconcile request of GitRepository " + o.ReconcileRequest.String() + " needs a management cluster client")
-		}
-		s.requester = newReconcileRequester(o.Kube, o.ReconcileRequest, o.Pipeline.Config.Flux, o.Log)
+	var err error
+	if s.managed, err = manage(o.Pipeline.Config, o.Management, o.Log); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -186,7 +176,7 @@ func (s *Service) run(ctx context.Context) error {
 	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
 
 	s.reconciler = &reconciler.Reconciler{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
-		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.m.observe, ObserveGroup: s.observeGroup, Pushed: s.requester.request}
+		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.m.observe, ObserveGroup: s.observeGroup, Pushed: s.pushed}
 	s.reconciler.Start()
 	if o.Poller != nil {
 		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.reconciler.Submit
@@ -194,18 +184,21 @@ func (s *Service) run(ctx context.Context) error {
 	s.api = &httpapi.Server{Reconciler: s.reconciler, Clusters: s.clusters, Tokens: o.Tokens,
 		AcceptClientCerts: o.TLS != nil && o.TLS.ClientAuth >= tls.VerifyClientCertIfGiven,
 		MaxBodyBytes:      o.MaxBodyBytes, Log: o.Log, Refused: s.m.refused}
-	if o.Status != nil {
-		s.judge = &judge{src: o.Status, clusters: s.clusters, kustomization: o.Kustomization, options: o.StatusOptions,
-			includes: s.includes, ttl: 2 * time.Second}
-		if f := o.Pipeline.Config.Flux; f.Layout == generator.LayoutPerNamespace {
-			s.judge.perNamespace = f.SourceNamespace
+	for _, m := range s.managed {
+		if m.Status != nil {
+			m.judge = &judge{src: m.Status, clusters: s.clusters, kustomization: m.Kustomization, options: o.StatusOptions,
+				includes: s.includes, ttl: 2 * time.Second}
+			if f := o.Pipeline.Config.Flux; f.Layout == generator.LayoutPerNamespace {
+				m.judge.perNamespace = f.SourceNamespace
+			}
 		}
-		s.api.Status, s.api.Applied = s.judge.lookup, s.judge.applied
-		s.reconciler.Management, s.reconciler.ObserveDelete, s.reconciler.ObserveUpgrade = management{s}, s.observeDelete, s.observeUpgrade
+		if m.requester != nil {
+			go m.requester.run(ctx)
+		}
 	}
-
-	if s.requester != nil {
-		go s.requester.run(ctx)
+	if s.judged() {
+		s.api.Status, s.api.Applied = s.lookup, s.applied
+		s.reconciler.Management, s.reconciler.ObserveDelete, s.reconciler.ObserveUpgrade = management{s}, s.observeDelete, s.observeUpgrade
 	}
 	reconcileCtx, stopReconciler := context.WithCancel(context.WithoutCancel(ctx))
 	reconcilerDone := make(chan struct{})
@@ -309,12 +302,15 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.git.ready(time.Now(), s.gitStale()); err != nil {
 		problems = append(problems, "git: "+err.Error())
 	}
-	if s.judge != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		defer cancel()
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	for _, m := range s.managed {
+		if m.judge == nil {
+			continue
+		}
 		// The judge's snapshot: probes every few seconds cost no extra listing.
-		if _, err := s.judge.snapshot(ctx); err != nil {
-			problems = append(problems, "management cluster: "+err.Error())
+		if _, err := m.judge.snapshot(ctx); err != nil {
+			problems = append(problems, strings.TrimSpace("management cluster "+m.Name)+": "+err.Error())
 		}
 	}
 	if len(problems) > 0 {
@@ -481,7 +477,7 @@ func (s *Service) loops(ctx context.Context) {
 			every(ctx, d, f)
 		})
 	}
-	if s.judge != nil {
+	if s.judged() {
 		loop(s.o.DeleteInterval, true, s.requeue)
 		if s.o.Reporter != nil {
 			loop(s.o.HealthInterval, false, s.health)
@@ -502,6 +498,10 @@ func (s *Service) health(ctx context.Context) {
 		if rec.Event.Operation == v1alpha1.DeleteCluster {
 			continue
 		}
+		j := s.judgeOf(rec)
+		if j == nil {
+			continue
+		}
 		live[rec.Event.Cluster.UUID] = true
 		known, err := s.known(ctx, rec.Event.Cluster.UUID)
 		if err != nil {
@@ -509,7 +509,7 @@ func (s *Service) health(ctx context.Context) {
 			s.o.Log.Warn("reading the cluster's health in Magnum", "cluster", rec.Event.Cluster.UUID, "error", err)
 			continue
 		}
-		rep := s.judge.evaluate(ctx, rec)
+		rep := j.evaluate(ctx, rec)
 		sent, err := s.o.Reporter.Report(ctx, rep, known)
 		switch {
 		case errors.Is(err, report.ErrNotUpdatable):

@@ -86,7 +86,7 @@ func (h *harness) run(mutate func(*service.Options)) {
 	o := service.Options{
 		Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t)},
 		Sink:     &reconciler.GitSink{Repo: repo}, Listen: "127.0.0.1:0",
-		Tokens: httpapi.Tokens{[]byte(token)}, Status: objectsFile(h.objects), DeleteInterval: 50 * time.Millisecond,
+		Tokens: httpapi.Tokens{[]byte(token)}, Management: []service.ManagementCluster{{Status: objectsFile(h.objects)}}, DeleteInterval: 50 * time.Millisecond,
 		Log: slog.New(slog.NewJSONHandler(h.logs, nil)), Ready: ready,
 	}
 	if mutate != nil {
@@ -188,7 +188,7 @@ func (f objectsFile) List(ctx context.Context, gvk schema.GroupVersionKind) ([]*
 func TestEventsInOrderMatchApply(t *testing.T) {
 	t.Parallel()
 	// No management cluster: the delete's second phase must not run here.
-	h := start(t, func(o *service.Options) { o.Status = nil })
+	h := start(t, func(o *service.Options) { o.Management = nil })
 	names, _ := fixtures.EventNames()
 	var answered []string
 	for _, n := range names {
@@ -474,7 +474,7 @@ func TestClusterOrderWithinGroup(t *testing.T) {
 	const clusters, events = 3, 4
 	g := newGate("evt-99-01")
 	h := start(t, func(o *service.Options) {
-		o.Status = nil
+		o.Management = nil
 		o.MaxGroup, o.MaxWait = 100, 200*time.Millisecond
 		o.Pipeline.Resolvers = append(o.Pipeline.Resolvers, g)
 	})
@@ -617,7 +617,7 @@ func TestClusterOrderWithinGroup(t *testing.T) {
 // fetched, the same edit is overwritten without a conflict.
 func TestConflictAnswers409WithPaths(t *testing.T) {
 	t.Parallel()
-	h := start(t, func(o *service.Options) { o.Status = nil })
+	h := start(t, func(o *service.Options) { o.Management = nil })
 	code, created := h.post(fixture(t, "01-prod-a-create.yaml"))
 	if code != http.StatusOK {
 		t.Fatalf("create: %d %v", code, created)

@@ -5,10 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/status"
-	"github.com/magnum-gitops/magnum-gitops/status/report"
 )
 
 // judge evaluates clusters from a snapshot of the management cluster that is at most ttl
@@ -63,20 +61,6 @@ func (j *judge) applied(namespace, revision string) (applied string, includes, k
 		return "", false, false
 	}
 	return snap.Applied(namespace, revision, status.Options{Includes: j.includes})
-}
-
-// lookup is the status of one cluster by Magnum UUID (report.Lookup).
-func (j *judge) lookup(uuid string) (status.Report, error) {
-	rec, ok := j.clusters.Get(uuid)
-	if !ok {
-		if gone, ok := j.clusters.Gone(uuid); ok {
-			// The delete completed: the objects and the repository directory are gone.
-			return status.Report{ClusterUUID: uuid, StackID: gone.StackID, Status: v1alpha1.DeleteComplete,
-				HealthStatus: v1alpha1.UnknownHealth, SecretsRemovable: true}, nil
-		}
-		return status.Report{}, report.ErrNotFound
-	}
-	return j.evaluate(context.Background(), rec), nil
 }
 
 // evaluate judges one cluster from a snapshot taken after its last event arrived (a

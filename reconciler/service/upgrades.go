@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/status"
@@ -19,12 +18,17 @@ func (s *Service) requeue(ctx context.Context) {
 // upgrades requeues the clusters whose HelmRelease deploys a step of a chained upgrade
 // (reconciler/upgrade.go), as the management cluster shows them.
 func (s *Service) upgrades(ctx context.Context) {
-	uuids, err := status.UpgradeChains(ctx, s.o.Status)
-	if err != nil {
-		s.o.Log.Warn("upgrade chains: reading the management cluster", "error", err)
-		return
+	for _, m := range s.managed {
+		if m.Status == nil {
+			continue
+		}
+		uuids, err := status.UpgradeChains(ctx, m.Status)
+		if err != nil {
+			s.o.Log.Warn("upgrade chains: reading the management cluster", "management_cluster", m.Name, "error", err)
+			continue
+		}
+		s.reconciler.Requeue(uuids...)
 	}
-	s.reconciler.Requeue(uuids...)
 }
 
 // observeUpgrade logs what a reconcile's upgrade step did.
@@ -35,16 +39,4 @@ func (s *Service) observeUpgrade(u reconciler.UpgradeProgress) {
 		return
 	}
 	log.Info("upgrade chain: next step committed", "from", u.From, "to", u.To, "target", u.Target, "commit", u.Commit)
-}
-
-// RolledOut answers the upgrade step from a snapshot taken after the cluster's last step
-// was committed (status.RolledOut).
-func (m management) RolledOut(ctx context.Context, rec reconciler.ClusterRecord, version string) bool {
-	j := m.s.judge
-	v := View(rec)
-	snap, err := j.snapshotAfter(ctx, rec.At)
-	if err != nil {
-		return false
-	}
-	return status.RolledOut(v, snap.Objects(v), status.OptionsFor(rec.Event, j.options(time.Now())), version)
 }
