@@ -29,10 +29,10 @@ type ManagementCluster struct {
 	// Default takes the clusters no other management cluster selects.
 	Default bool `json:"default,omitempty"`
 
-	// Kubeconfig is how serve reaches it (empty: serve's --kubeconfig, $KUBECONFIG or
+	// KubeconfigFile is how serve reaches it (empty: serve's --kubeconfig, $KUBECONFIG or
 	// in-cluster); Kustomization and ReconcileRequest are serve.kustomization and
 	// serve.reconcile_request for it.
-	Kubeconfig       string           `json:"kubeconfig,omitempty"`
+	KubeconfigFile   string           `json:"kubeconfig_file,omitempty"`
 	Kustomization    string           `json:"kustomization,omitempty"`
 	ReconcileRequest ReconcileRequest `json:"reconcile_request,omitempty"`
 }

@@ -166,7 +166,7 @@ func (o *serveOptions) management(ctx context.Context, file *config.File, so *se
 			so.Management = append(so.Management, m)
 			continue
 		}
-		c, cfg, err := kube.StartCache(ctx, cmp.Or(e.Kubeconfig, o.kubeconfig), 2*time.Minute)
+		c, cfg, err := kube.StartCache(ctx, cmp.Or(e.KubeconfigFile, o.kubeconfig), 2*time.Minute)
 		if err != nil {
 			if e.Name != "" {
 				return fmt.Errorf("management cluster %s: %w", e.Name, err)

@@ -81,9 +81,15 @@ func Load(path string) (*File, error) {
 	if err := cfg.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s:\n%w", path, err)
 	}
-	// flux.path becomes a path in Git: no spelling of .git, .gitmodules and the like.
+	// flux.path and the management clusters' paths become paths in Git: no spelling of
+	// .git, .gitmodules and the like.
 	if err := gitrepo.ValidPath(cfg.Flux.Path); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, &v1alpha1.FieldError{Field: "flux.path", Message: err.Error()})
+	}
+	for _, m := range cfg.ManagementClusters {
+		if err := gitrepo.ValidPath(m.Path); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, &v1alpha1.FieldError{Field: "management_clusters[" + m.Name + "].path", Message: err.Error()})
+		}
 	}
 	if err := cfg.OpenStack.Validate(); err != nil {
 		return nil, Invalid(fmt.Errorf("config %s: %w", path, err))

@@ -84,3 +84,33 @@ func TestLoad(t *testing.T) {
 		t.Errorf("per-namespace layout without a repository: %v", err)
 	}
 }
+
+// TestLoadManagementClusters: a management cluster's kubeconfig_file is relative to the
+// configuration's directory, its path must be one Git takes, and a misspelt key in an
+// entry is refused by name.
+func TestLoadManagementClusters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	for _, tc := range []struct {
+		name, doc, err string
+	}{
+		{"valid", "management_clusters:\n- {name: one, path: clusters/one, regions: [RegionOne], kubeconfig_file: one.kubeconfig}\n- {name: two, path: clusters/two, default: true}\n", ""},
+		{"a path Git refuses", "management_clusters:\n- {name: one, path: clusters/.git, default: true}\n", "management_clusters[one].path"},
+		{"a misspelt key", "management_clusters:\n- {name: one, path: clusters/one, region: [RegionOne]}\n", `management_clusters[0].region`},
+		{"overlapping paths", "management_clusters:\n- {name: one, path: clusters, default: true}\n- {name: two, path: clusters/two, regions: [R2]}\n", "management_clusters[two].path"},
+	} {
+		if err := os.WriteFile(p, []byte(tc.doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(p)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.err == "" && c.ManagementClusters[0].KubeconfigFile != filepath.Join(dir, "one.kubeconfig"):
+			t.Errorf("%s: kubeconfig_file %q, want it under %s", tc.name, c.ManagementClusters[0].KubeconfigFile, dir)
+		case tc.err != "" && (err == nil || !errors.Is(err, v1alpha1.ErrInvalidInput) || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v; want an input error naming %s", tc.name, err, tc.err)
+		}
+	}
+}

@@ -81,6 +81,10 @@ func eachConfigPath(c *File, fn func(key, p string) string) {
 	one("magnum.capi_helm.kubeconfig_file", &m.CapiHelm.KubeconfigFile)
 	one("magnum.drivers.openstack_ca_file", &m.Drivers.OpenstackCAFile)
 
+	for i := range c.ManagementClusters {
+		one(fmt.Sprintf("management_clusters[%d].kubeconfig_file", i), &c.ManagementClusters[i].KubeconfigFile)
+	}
+
 	r := &c.Registries
 	for name, p := range r.TrustedCAFiles {
 		r.TrustedCAFiles[name] = fn("registries.trusted_ca_files."+name, p)

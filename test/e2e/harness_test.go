@@ -289,6 +289,9 @@ type harness struct {
 	// postRenderers are the site post-renderers of the configuration, for installing the
 	// chart as the driver would on the same site (adoption_test.go).
 	postRenderers []helmv2.PostRenderer
+	// fluxPath is the directory this management cluster's Kustomization applies: the
+	// configuration's flux.path, or one management cluster's path (regions_test.go).
+	fluxPath string
 }
 
 // harnessOption adjusts a harness before it starts.
@@ -328,6 +331,11 @@ func withoutServe() harnessOption {
 	return func(h *harness) { h.noServe = true }
 }
 
+// withFluxPath makes the Kustomization apply path rather than fluxPath.
+func withFluxPath(path string) harnessOption {
+	return func(h *harness) { h.fluxPath = path }
+}
+
 // withPerNamespaceLayout runs the per-namespace layout.
 func withPerNamespaceLayout() harnessOption {
 	return func(h *harness) { h.perNamespace = true }
@@ -336,7 +344,7 @@ func withPerNamespaceLayout() harnessOption {
 // newHarness starts everything and returns once Flux has applied the seed commit.
 func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnessOption) *harness {
 	t.Helper()
-	h := &harness{t: t, bin: b, work: t.TempDir(), ctx: t.Context(), requestReconcile: requestReconcile}
+	h := &harness{t: t, bin: b, work: t.TempDir(), ctx: t.Context(), requestReconcile: requestReconcile, fluxPath: fluxPath}
 	for _, o := range opts {
 		o(h)
 	}
@@ -514,17 +522,17 @@ func (h *harness) startGitServer() {
 }
 
 // seedRepository gives main a README and the (empty) Flux path, so that the Kustomization
-// is Ready before the first event and each step measures one change. A repository that
-// has a main already is left as it is.
+// is Ready before the first event and each step measures one change. A repository whose
+// main has the Flux path already is left as it is.
 func (h *harness) seedRepository() {
-	if exec.Command("git", "--git-dir", h.gitDir, "rev-parse", "--verify", "-q", "refs/heads/main").Run() == nil {
+	if exec.Command("git", "--git-dir", h.gitDir, "rev-parse", "--verify", "-q", "refs/heads/main:"+h.fluxPath).Run() == nil {
 		return
 	}
 	seed := filepath.Join(h.work, "seed")
 	h.git("", "clone", "-q", h.gitDir, seed)
-	os.MkdirAll(filepath.Join(seed, fluxPath), 0o755)
+	os.MkdirAll(filepath.Join(seed, h.fluxPath), 0o755)
 	os.WriteFile(filepath.Join(seed, "README.md"), []byte("# magnum clusters\n"), 0o644)
-	os.WriteFile(filepath.Join(seed, fluxPath, "README.md"), []byte("Written by magnum-gitops.\n"), 0o644)
+	os.WriteFile(filepath.Join(seed, h.fluxPath, "README.md"), []byte("Written by magnum-gitops.\n"), 0o644)
 	if h.seedTree != "" {
 		h.copySeedTree(seed)
 	}
@@ -624,7 +632,7 @@ func (h *harness) writeMagnumConfig() {
 	if h.requestReconcile {
 		serve["reconcile_request"] = map[string]any{"namespace": fluxNamespace, "name": sourceName}
 	}
-	flux := map[string]any{"path": fluxPath}
+	flux := map[string]any{"path": h.fluxPath}
 	if h.capi != nil {
 		flux["post_renderers"] = capiPostRenderers(t, h.capiStartup)
 		b, err := json.Marshal(flux["post_renderers"])
@@ -946,6 +954,11 @@ func (h *harness) applyDeployManifests() {
 				}
 			}
 			kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+			if o.GroupVersionKind() == gvkKustomization && !h.perNamespace {
+				if err := unstructured.SetNestedField(o.Object, "./"+h.fluxPath, "spec", "path"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if o.GroupVersionKind() == gvkKustomization && h.adjustRoot != nil {
 				h.adjustRoot(o)
 			}

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -44,6 +45,8 @@ type clusterWant struct {
 	workers      map[string]workerWant // by node group name
 	lbProvider   string
 	allowedCIDRs []string
+	// root is the directory of the cluster's management cluster (fluxPath when empty).
+	root string
 }
 
 type workerWant struct {
@@ -293,7 +296,7 @@ func (h *harness) gitFiles(dir string) []string {
 	return strings.Split(out, "\n")
 }
 
-func (w clusterWant) dir() string { return fluxPath + "/" + w.namespace + "/" + w.release }
+func (w clusterWant) dir() string { return cmp.Or(w.root, fluxPath) + "/" + w.namespace + "/" + w.release }
 
 // checkSecretsKept asserts phase 1 of a delete: no HelmRelease in Git, the Secrets still
 // in Git and decrypted in the API server.
