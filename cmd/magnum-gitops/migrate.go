@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/migrate"
@@ -77,7 +78,7 @@ every cluster is done. See docs/migrating.md.`,
 	f.StringVar(&o.templateDriver, "template-driver", "", "--source magnum: the clusters of templates of this Magnum driver (Magnum 2024.1+)")
 	f.BoolVar(&o.export, "export", false, "--source magnum: print the clusters as ClusterEvents (the -f input) and stop")
 	f.StringVar(&o.configFile, "config", "", "configuration file with a git section (required)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "management cluster kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "management cluster kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster); a management_clusters entry's kubeconfig_file wins for its clusters")
 	f.BoolVar(&o.dryRun, "dry-run", false, "report only; commit nothing")
 	f.IntVar(&o.limit, "limit", 0, "commit at most this many clusters (0: all)")
 	f.IntVar(&o.batchSize, "batch-size", 10, "clusters per push")
@@ -150,20 +151,17 @@ func (o *migrateOptions) run(ctx context.Context, stdin io.Reader, stdout, stder
 		}
 		return writeEvents(stdout, events)
 	}
-	restCfg, err := kube.RESTConfig(o.kubeconfig)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return err
-	}
+	clients := map[string]kubernetes.Interface{} // by kubeconfig
 	reports := make([]migrate.Report, len(events))
 	for i, ev := range events {
 		res, err := p.Render(ctx, ev)
 		if err != nil {
 			reports[i] = migrate.Refuse(ev.Cluster.UUID, ev.Cluster.Name, err)
 			continue
+		}
+		cs, err := o.clientOf(clients, &file.Config, res)
+		if err != nil {
+			return err
 		}
 		live, err := migrate.ReadRelease(cs.CoreV1(), res.Namespace, res.ReleaseName)
 		if err != nil {
@@ -185,6 +183,29 @@ func (o *migrateOptions) run(ctx context.Context, stdin io.Reader, stdout, stder
 		return nil
 	}
 	return o.commit(ctx, file, p, events, reports, stderr)
+}
+
+// clientOf reaches the management cluster a rendered cluster goes to, where the driver
+// installed its release: its management_clusters entry's kubeconfig_file, else
+// --kubeconfig.
+func (o *migrateOptions) clientOf(clients map[string]kubernetes.Interface, cfg *generator.Config, res *generator.Result) (kubernetes.Interface, error) {
+	kubeconfig := o.kubeconfig
+	if mc := cfg.ManagementClusterAt(res.Root); mc != nil && mc.KubeconfigFile != "" {
+		kubeconfig = mc.KubeconfigFile
+	}
+	if cs, ok := clients[kubeconfig]; ok {
+		return cs, nil
+	}
+	restCfg, err := kube.RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	clients[kubeconfig] = cs
+	return cs, nil
 }
 
 // commit adopts, in order, every cluster that may be: compared, and replacing no machine

@@ -72,7 +72,7 @@ reporting to Magnum and resync. SIGTERM drains: new events get 503 and /readyz f
 	f := cmd.Flags()
 	f.StringVar(&o.configFile, "config", "", "configuration file (magnum, flux, git, sops, serve sections) (required)")
 	f.StringVar(&o.listen, "listen", "", "API address (default: serve.listen, else 127.0.0.1:8080)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "management cluster kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "management cluster kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster): leader election, and each management_clusters entry without kubeconfig_file")
 	f.StringVar(&o.objectsFile, "objects", "", "judge status from the objects in this YAML file (read again on change) instead of a management cluster")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.source, "source", "api", "where events come from: api (POST /v1/events), or magnum (also poll Magnum's API; needs the openstack section)")

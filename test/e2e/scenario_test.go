@@ -296,7 +296,9 @@ func (h *harness) gitFiles(dir string) []string {
 	return strings.Split(out, "\n")
 }
 
-func (w clusterWant) dir() string { return cmp.Or(w.root, fluxPath) + "/" + w.namespace + "/" + w.release }
+func (w clusterWant) dir() string {
+	return cmp.Or(w.root, fluxPath) + "/" + w.namespace + "/" + w.release
+}
 
 // checkSecretsKept asserts phase 1 of a delete: no HelmRelease in Git, the Secrets still
 // in Git and decrypted in the API server.
