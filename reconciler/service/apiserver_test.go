@@ -24,6 +24,11 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	if os.Getenv("SERVE_START_REMOTE") != "" {
+		// BenchmarkServeStart's child: its peak memory is serve's alone, with no API
+		// server or client set up beside it.
+		os.Exit(m.Run())
+	}
 	code := testenv.Main(m, &env)
 	// The benchmarks' seed repositories and long history are shared by the whole binary:
 	// they go here.
