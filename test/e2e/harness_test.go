@@ -247,6 +247,8 @@ type harness struct {
 	gitDir      string // the bare repository on disk
 	gitPassword string
 	gitRequests atomic.Int64
+	// gitBytes counts the bytes the Git server sent: what Flux fetched (scale_test.go).
+	gitBytes atomic.Int64
 
 	chartURL      string
 	chartRequests atomic.Int64
@@ -514,11 +516,23 @@ func (h *harness) startGitServer() {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		backend.ServeHTTP(w, r)
+		backend.ServeHTTP(countingWriter{w, &h.gitBytes}, r)
 	})
 	h.gitURL = "http://" + h.serve("git", handler) + "/" + repoName
 	// After the server is up, because a seed tree names its URL.
 	h.seedRepository()
+}
+
+// countingWriter counts the bytes of a response.
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // seedRepository gives main a README and the (empty) Flux path, so that the Kustomization

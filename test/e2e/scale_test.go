@@ -41,6 +41,13 @@ type scaleResult struct {
 	changed        []time.Duration // push → the changed cluster's Kustomization applied
 	requests       []float64       // API server requests during a change
 	kustomizeCPU   []float64       // kustomize-controller CPU seconds during a change
+	sourceCPU      []float64       // source-controller CPU seconds during a change
+	fetchedMiB     []float64       // MiB the Git server sent during a change
+	// tick is one interval of every GitRepository after a commit: each fetches the moved
+	// branch (what flux.interval costs), its time, source-controller CPU and MiB sent.
+	tick               time.Duration
+	tickCPU, tickMiB   float64
+	repoMiB, sourceRSS float64 // the packed repository; source-controller's peak RSS
 }
 
 // TestE2EScale (make e2e-scale; not in CI) measures the repository layouts at scale with
@@ -79,10 +86,12 @@ func TestE2EScale(t *testing.T) {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d clusters, %d namespaces, %d changes each (medians):\n", n, projects, changes)
-	fmt.Fprintf(&sb, "%-14s %6s %11s %16s %14s %16s\n", "layout", "ks", "first sync", "push→changed", "API requests", "kustomize CPU")
+	fmt.Fprintf(&sb, "%-14s %6s %11s %16s %14s %16s %13s %13s | %12s %12s %12s | %9s %13s\n", "layout", "ks", "first sync", "push→changed",
+		"API requests", "kustomize CPU", "source CPU", "fetched", "tick", "tick CPU", "tick fetched", "repo", "source RSS")
 	for _, r := range results {
-		fmt.Fprintf(&sb, "%-14s %6d %10.1fs %15.2fs %14.0f %15.1fs\n", r.layout, r.kustomizations, r.firstSync.Seconds(),
-			median(r.changed).Seconds(), medianFloat(r.requests), medianFloat(r.kustomizeCPU))
+		fmt.Fprintf(&sb, "%-14s %6d %10.1fs %15.2fs %14.0f %15.1fs %12.1fs %9.1f MiB | %11.1fs %11.1fs %8.1f MiB | %5.1f MiB %9.0f MiB\n", r.layout, r.kustomizations, r.firstSync.Seconds(),
+			median(r.changed).Seconds(), medianFloat(r.requests), medianFloat(r.kustomizeCPU), medianFloat(r.sourceCPU), medianFloat(r.fetchedMiB),
+			r.tick.Seconds(), r.tickCPU, r.tickMiB, r.repoMiB, r.sourceRSS)
 	}
 	t.Logf("layouts at scale:\n%s", sb.String())
 }
@@ -329,7 +338,7 @@ func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree string, pe
 		}
 		h.git(work, "commit", "-q", "-am", fmt.Sprintf("change %d", i))
 		reqBefore := h.apiRequests()
-		cpuBefore := h.cpuSeconds("kustomize-controller")
+		cpuBefore, srcBefore, bytesBefore := h.cpuSeconds("kustomize-controller"), h.cpuSeconds("source-controller"), h.gitBytes.Load()
 		h.git(work, "push", "-q", "origin", "HEAD:main")
 		pushed := time.Now()
 		rev := strings.TrimSpace(h.git(work, "rev-parse", "HEAD"))
@@ -346,14 +355,78 @@ func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree string, pe
 		res.changed = append(res.changed, done.Sub(pushed))
 		res.requests = append(res.requests, h.apiRequests()-reqBefore)
 		res.kustomizeCPU = append(res.kustomizeCPU, h.cpuSeconds("kustomize-controller")-cpuBefore)
+		res.sourceCPU = append(res.sourceCPU, h.cpuSeconds("source-controller")-srcBefore)
+		res.fetchedMiB = append(res.fetchedMiB, float64(h.gitBytes.Load()-bytesBefore)/(1<<20))
 		hr, ok := h.get(gvkHelmRelease, ns, release)
 		if !ok || hr.GetAnnotations()["e2e.magnum-gitops.io/change"] != strconv.Itoa(i) {
 			t.Fatalf("change %d did not reach HelmRelease %s/%s", i, ns, release)
 		}
-		t.Logf("%s, change %d: applied after %s; %.0f API requests, kustomize-controller %.1fs CPU",
-			name, i, res.changed[i-1].Round(time.Millisecond), res.requests[i-1], res.kustomizeCPU[i-1])
+		t.Logf("%s, change %d: applied after %s; %.0f API requests, kustomize-controller %.1fs CPU, source-controller %.1fs CPU, %.1f MiB fetched",
+			name, i, res.changed[i-1].Round(time.Millisecond), res.requests[i-1], res.kustomizeCPU[i-1], res.sourceCPU[i-1], res.fetchedMiB[i-1])
 	}
+	h.intervalTick(&res)
+	res.repoMiB = float64(dirBytes(h.gitDir)) / (1 << 20)
+	res.sourceRSS = h.peakRSSMiB("source-controller")
+	t.Logf("%s: one interval of every GitRepository after a commit: %s, source-controller %.1fs CPU, %.1f MiB fetched (repository %.1f MiB packed; source-controller peak RSS %.0f MiB)",
+		name, res.tick.Round(time.Millisecond), res.tickCPU, res.tickMiB, res.repoMiB, res.sourceRSS)
 	return res
+}
+
+// intervalTick asks every GitRepository to reconcile, as each does at flux.interval, once
+// the branch has moved past what they hold, and waits until each holds the head: what an
+// interval costs source-controller and the Git server.
+func (h *harness) intervalTick(res *scaleResult) {
+	head := h.headRevision()
+	repos := h.list(gvkGitRepository, fluxNamespace)
+	cpu, sent, start := h.cpuSeconds("source-controller"), h.gitBytes.Load(), time.Now()
+	for _, g := range repos {
+		h.reconcileNow(gvkGitRepository, g.GetName())
+	}
+	h.waitFor(fmt.Sprintf("%d GitRepositories to fetch %s", len(repos), head[:12]), 60*time.Minute, func() (bool, string) {
+		behind := 0
+		for _, g := range h.list(gvkGitRepository, fluxNamespace) {
+			if rev, _, _ := unstructured.NestedString(g.Object, "status", "artifact", "revision"); !strings.HasSuffix(rev, head) {
+				behind++
+			}
+		}
+		return behind == 0, fmt.Sprintf("%d of %d behind", behind, len(repos))
+	})
+	res.tick, res.tickCPU = time.Since(start), h.cpuSeconds("source-controller")-cpu
+	res.tickMiB = float64(h.gitBytes.Load()-sent) / (1 << 20)
+}
+
+// peakRSSMiB is the peak resident memory (VmHWM) of one of the harness's processes.
+func (h *harness) peakRSSMiB(name string) float64 {
+	for _, p := range h.procs {
+		if p.name != name {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+		if err != nil {
+			return 0
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
+
+// dirBytes is the size of the files under dir.
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // apiRequests is the API server's apiserver_request_total summed over every label.
