@@ -3,6 +3,7 @@ package generator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -115,14 +116,9 @@ func (m *ManagementCluster) selects(region string, labels v1alpha1.Labels) bool 
 
 // labelList prints labels in key order, for an error.
 func labelList(l v1alpha1.Labels) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + l[k]
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+l[k])
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

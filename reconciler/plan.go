@@ -174,12 +174,18 @@ func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, res *generator.Result, f
 	return nil
 }
 
-// checkMove refuses an event whose cluster lives under another management cluster's path
-// than the one the configuration now routes it to: rendered there, it would be created a
-// second time by the other management cluster while the first kept it. Moving a cluster
-// between management clusters is clusterctl move, outside the repository.
+// checkMove refuses an event whose cluster lives under another path than the one the
+// configuration now routes it to: another management cluster's, or flux.path when the
+// repository fed one management cluster before management_clusters was set. Rendered
+// under the new path, the cluster would be created a second time by the other management
+// cluster while the first kept it. Moving a cluster between management clusters is
+// clusterctl move, outside the repository.
 func (p *Pipeline) checkMove(res *generator.Result, tree Tree) error {
-	for _, root := range p.Config.Roots() {
+	cfg := p.Config
+	if len(cfg.ManagementClusters) == 0 {
+		return nil
+	}
+	for _, root := range append(cfg.Roots(), cfg.Flux.Path) {
 		if root == res.Root {
 			continue
 		}
@@ -187,11 +193,15 @@ func (p *Pipeline) checkMove(res *generator.Result, tree Tree) error {
 		if err != nil {
 			return stepError("read", err)
 		}
-		if ok {
-			from := p.Config.ManagementClusterAt(root)
-			return stepError("render", &v1alpha1.FieldError{Field: "management_clusters",
-				Message: fmt.Sprintf("cluster %s lives on management cluster %s (%s), the configuration now routes it to %s: moving a cluster between management clusters is not a render (clusterctl move); route it back", res.ClusterUUID, from.Name, root, res.ManagementCluster)})
+		if !ok {
+			continue
 		}
+		where := "under flux.path " + root + ", which is no management cluster's path (give the management cluster that runs it path: " + root + ")"
+		if from := cfg.ManagementClusterAt(root); from != nil {
+			where = fmt.Sprintf("on management cluster %s (%s)", from.Name, root)
+		}
+		return stepError("render", &v1alpha1.FieldError{Field: "management_clusters",
+			Message: fmt.Sprintf("cluster %s lives %s; the configuration now routes it to %s: moving a cluster between management clusters is not a render (clusterctl move), route it back", res.ClusterUUID, where, res.ManagementCluster)})
 	}
 	return nil
 }

@@ -110,3 +110,24 @@ func TestPlanManagementClusters(t *testing.T) {
 		t.Errorf("a refused move committed %s", now)
 	}
 }
+
+// TestPlanManagementClustersAfterFluxPath: a repository that fed one management cluster
+// through flux.path, whose configuration then gains management_clusters none of which has
+// that path: the clusters under flux.path are refused, not rendered a second time.
+func TestPlanManagementClustersAfterFluxPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, sink, _ := committer(t)
+	if _, err := sink.Apply(ctx, p, event(t, "01-prod-a-create.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	p.Config.ManagementClusters = []generator.ManagementCluster{{Name: "region-one", Path: "clusters/region-one", Default: true}}
+	head, _ := sink.Repo.Head()
+	_, err := sink.Apply(ctx, p, event(t, "02-prod-a-resize-workers.yaml"))
+	if fes := v1alpha1.FieldErrors(err); len(fes) != 1 || fes[0].Field != "management_clusters" || !strings.Contains(fes[0].Message, "under flux.path clusters/magnum") {
+		t.Errorf("an event of a cluster under flux.path: %v", err)
+	}
+	if now, _ := sink.Repo.Head(); now != head {
+		t.Errorf("a refused event committed %s", now)
+	}
+}

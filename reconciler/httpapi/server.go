@@ -29,9 +29,10 @@ type Server struct {
 	Clusters *reconciler.Clusters
 	// Status judges a cluster from the management cluster (GET …/status); nil answers 503.
 	Status report.Lookup
-	// Applied reports the revision Flux last applied to a namespace (its Kustomization's
-	// lastAppliedRevision) and whether that includes revision; known is false when there
-	// is no such Kustomization. Nil when there is no management cluster.
+	// Applied reports the revision Flux last applied to a cluster's namespace on its
+	// management cluster (its Kustomization's lastAppliedRevision) and whether that
+	// includes revision; known is false when there is no such Kustomization. Nil when there
+	// is no management cluster.
 	Applied func(rec reconciler.ClusterRecord, revision string) (applied string, includes, known bool)
 	// Tokens are the accepted bearer tokens.
 	Tokens Tokens

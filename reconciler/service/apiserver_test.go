@@ -11,9 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
@@ -50,20 +48,9 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 	testenv.Require(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := env.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.EnsureNamespace(ctx, "flux-system"); err != nil {
-		t.Fatal(err)
-	}
+	m := newMgmtCluster(t, ctx, "magnum-clusters", env, ns)
 	// What Flux and CAPI made of the cluster: its Secrets and a Cluster being deleted.
-	for _, name := range secretNames {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-			Annotations: map[string]string{"kustomize.toolkit.fluxcd.io/prune": "disabled"}}, StringData: map[string]string{"k": "v"}}
-		if err := env.Client.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m.secrets(t, ctx, ns, secretNames)
 	cl := &unstructured.Unstructured{}
 	cl.SetAPIVersion("cluster.x-k8s.io/v1beta1")
 	cl.SetKind("Cluster")
@@ -74,16 +61,8 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 	if err := env.Client.Create(ctx, cl); err != nil {
 		t.Fatal(err)
 	}
-	c, err := cache.New(env.Config, kube.CacheOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	go c.Start(ctx)
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
 	h := start(t, func(o *service.Options) {
-		o.Management = []service.ManagementCluster{{Status: kube.Source{Reader: c}, Kube: env.Client, Kustomization: "flux-system/magnum-clusters"}}
+		o.Management = []service.ManagementCluster{{Status: kube.Source{Reader: m.r}, Kube: env.Client, Kustomization: "flux-system/magnum-clusters"}}
 	})
 	for _, f := range []string{"01-prod-a-create.yaml", "08-prod-a-delete.yaml"} {
 		if code, ans := h.post(fixture(t, f)); code != http.StatusOK {
@@ -122,21 +101,7 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 		}
 	}
 	// Flux applies the commit that removed the directory (the test plays Flux's part).
-	head := strings.TrimSpace(h.git.Git(h.git.Dir(h.repo), "rev-parse", "main"))
-	k := &unstructured.Unstructured{}
-	k.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
-	k.SetKind("Kustomization")
-	k.SetName("magnum-clusters")
-	k.SetNamespace("flux-system")
-	_ = unstructured.SetNestedField(k.Object, map[string]any{"interval": "10m", "path": "./clusters/magnum", "prune": true,
-		"sourceRef": map[string]any{"kind": "GitRepository", "name": "magnum-clusters"}}, "spec")
-	if err := env.Client.Create(ctx, k); err != nil {
-		t.Fatal(err)
-	}
-	_ = unstructured.SetNestedField(k.Object, "main@sha1:"+head, "status", "lastAppliedRevision")
-	if err := env.Client.Status().Update(ctx, k); err != nil {
-		t.Fatal(err)
-	}
+	m.apply(t, ctx, strings.TrimSpace(h.git.Git(h.git.Dir(h.repo), "rev-parse", "main")))
 	waitUntil(t, ctx, func() bool {
 		for _, name := range secretNames {
 			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{})

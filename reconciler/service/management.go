@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,8 +74,8 @@ func manage(cfg *generator.Config, given []ManagementCluster, log *slog.Logger) 
 		}
 		out = append(out, m)
 	}
-	for name := range byName {
-		return nil, fmt.Errorf("serve: management cluster %q is not in management_clusters", name)
+	if len(byName) > 0 {
+		return nil, fmt.Errorf("serve: management clusters %q are not in management_clusters", slices.Sorted(maps.Keys(byName)))
 	}
 	return out, nil
 }

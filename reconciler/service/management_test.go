@@ -44,14 +44,7 @@ func newMgmtCluster(t *testing.T, ctx context.Context, name string, e *testenv.E
 	if !r.WaitForCacheSync(ctx) {
 		t.Fatal("cache did not sync")
 	}
-	m := &mgmtCluster{name: name, c: e.Client, r: r}
-	k := m.kustomization()
-	_ = unstructured.SetNestedField(k.Object, map[string]any{"interval": "10m", "path": "./clusters/" + name, "prune": true,
-		"sourceRef": map[string]any{"kind": "GitRepository", "name": name}}, "spec")
-	if err := m.c.Create(ctx, k); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return &mgmtCluster{name: name, c: e.Client, r: r}
 }
 
 func (m *mgmtCluster) kustomization() *unstructured.Unstructured {
@@ -63,11 +56,18 @@ func (m *mgmtCluster) kustomization() *unstructured.Unstructured {
 	return k
 }
 
-// apply plays this management cluster's Flux: its Kustomization has applied commit.
+// apply plays this management cluster's Flux: its Kustomization, created the first time,
+// has applied commit. Until then the management cluster has no Kustomization at all.
 func (m *mgmtCluster) apply(t *testing.T, ctx context.Context, commit string) {
 	t.Helper()
 	k := m.kustomization()
-	if err := m.c.Get(ctx, client.ObjectKeyFromObject(k), k); err != nil {
+	err := m.c.Get(ctx, client.ObjectKeyFromObject(k), k)
+	if apierrors.IsNotFound(err) {
+		_ = unstructured.SetNestedField(k.Object, map[string]any{"interval": "10m", "path": "./clusters/" + m.name, "prune": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": m.name}}, "spec")
+		err = m.c.Create(ctx, k)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	_ = unstructured.SetNestedField(k.Object, "main@sha1:"+commit, "status", "lastAppliedRevision")
