@@ -397,22 +397,25 @@ func (h *harness) intervalTick(res *scaleResult) {
 
 // peakRSSMiB is the peak resident memory (VmHWM) of one of the harness's processes.
 func (h *harness) peakRSSMiB(name string) float64 {
-	for _, p := range h.procs {
-		if p.name != name {
-			continue
-		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-		if err != nil {
-			return 0
-		}
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-				return kb / 1024
-			}
+	data, _ := h.procFile(name, "status")
+	for line := range strings.SplitSeq(data, "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
 		}
 	}
 	return 0
+}
+
+// procFile reads /proc/<pid>/<file> of the harness's process named.
+func (h *harness) procFile(name, file string) (string, bool) {
+	for _, p := range h.procs {
+		if p.name == name {
+			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", p.cmd.Process.Pid, file))
+			return string(data), err == nil
+		}
+	}
+	return "", false
 }
 
 // dirBytes is the size of the files under dir.
@@ -458,22 +461,15 @@ func (h *harness) apiRequests() float64 {
 
 // cpuSeconds is the user+system CPU time of one of the harness's processes.
 func (h *harness) cpuSeconds(name string) float64 {
-	for _, p := range h.procs {
-		if p.name != name {
-			continue
-		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-		if err != nil {
-			return 0
-		}
-		// Fields after the command name (which may hold spaces): utime is the 14th field, stime the 15th.
-		s := string(data)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		ut, _ := strconv.ParseFloat(f[11], 64)
-		st, _ := strconv.ParseFloat(f[12], 64)
-		return (ut + st) / 100 // USER_HZ
+	s, ok := h.procFile(name, "stat")
+	if !ok {
+		return 0
 	}
-	return 0
+	// Fields after the command name (which may hold spaces): utime is the 14th field, stime the 15th.
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
 }
 
 func medianFloat(v []float64) float64 {
