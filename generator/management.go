@@ -16,15 +16,16 @@ import (
 // feeds, each through its own Flux path, as one per region. The generator reads its name,
 // path and selectors; serve reads how to reach it.
 type ManagementCluster struct {
-	// Name names it in logs, metrics, commit trailers and the render's output.
+	// Name names it in the render's output, the answer to an event, logs and errors.
 	Name string `json:"name"`
 	// Path is the directory of the repository its Flux Kustomization applies: it takes
 	// flux.path's place for the clusters that go there.
 	Path string `json:"path"`
 	// Regions and TemplateLabels select the Magnum clusters that go there: the event's
 	// region (resolved.region_name, else magnum.cinder_client.region_name) is one of
-	// Regions, and its cluster template carries every one of TemplateLabels. An empty
-	// selector matches every cluster.
+	// Regions, and its cluster template carries every one of TemplateLabels. Either may be
+	// left empty; an entry with neither selects nothing, and takes clusters only as the
+	// Default.
 	Regions        []string          `json:"regions,omitempty"`
 	TemplateLabels map[string]string `json:"template_labels,omitempty"`
 	// Default takes the clusters no other management cluster selects.
@@ -69,9 +70,10 @@ func (c *Config) ManagementClusterAt(root string) *ManagementCluster {
 }
 
 // route is the management cluster an event's cluster goes to: the first that selects it,
-// else the default. Without management clusters it is flux.path, unnamed. A cluster that
-// lives under another path already stays there (the reconciler refuses the move): moving
-// a cluster between management clusters is clusterctl move, not a render.
+// else the default. Without management clusters it is flux.path, unnamed. Routing looks
+// at the event alone: an event routed away from the path that holds its cluster is
+// refused by the reconciler (Pipeline.checkMove), since moving a cluster between
+// management clusters is clusterctl move, not a render.
 func (r *render) route(res *Result) {
 	cfg := r.cfg
 	if len(cfg.ManagementClusters) == 0 {
