@@ -27,6 +27,9 @@ type Batch struct {
 	// base is the remote head the chain is built on, tip the chain's last commit.
 	base, tip plumbing.Hash
 	jobs      []*job
+	// republish are paths whose published parts Push publishes even when no change of
+	// the batch touched them (Repo.Publish).
+	republish []string
 	pk        *packing
 	res       Result // attempts and timings
 	healed    bool
@@ -171,13 +174,17 @@ func (b *Batch) Push(ctx context.Context) (stale []int, err error) {
 	r := b.r
 	var lastErr error
 	for {
-		if b.tip == b.base {
+		if b.tip == b.base && len(b.republish) == 0 {
 			return nil, nil // every change was a no-op or left out: nothing to push
 		}
 		if b.res.Attempts >= r.opts.MaxAttempts {
 			return nil, fmt.Errorf("%w (%d attempts): %v", ErrTooManyAttempts, b.res.Attempts, lastErr)
 		}
 		b.res.Attempts++
+		pubs, err := b.publications()
+		if err != nil {
+			return nil, err
+		}
 		pack, n := b.pk.finish()
 		if n == 0 {
 			pack = nil
@@ -186,7 +193,7 @@ func (b *Batch) Push(ctx context.Context) (stale []int, err error) {
 		var remoteHead plumbing.Hash
 		_ = r.locked(func() error { remoteHead, _ = r.head(b.tg.branch); return nil })
 		t0 := time.Now()
-		err := r.push(ctx, plumbing.NewBranchReferenceName(b.tg.branch), remoteHead, b.tip, pack)
+		err = r.push(ctx, plumbing.NewBranchReferenceName(b.tg.branch), remoteHead, b.tip, pack, pubs)
 		b.res.Push += time.Since(t0)
 		if err == nil {
 			_ = r.locked(func() error {

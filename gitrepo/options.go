@@ -40,6 +40,9 @@ type Options struct {
 	// Backoff is the first retry delay; it doubles per attempt up to MaxBackoff, with
 	// jitter. Defaults 100ms and 5s.
 	Backoff, MaxBackoff time.Duration
+	// Split, when set, publishes parts of Branch on branches of their own with every push
+	// to Branch (see Split).
+	Split *Split
 	// PullRequests, when set, opens a pull request for every change pushed to a review
 	// branch.
 	PullRequests PullRequester
@@ -94,6 +97,11 @@ func (o *Options) Validate() error {
 	}
 	if err := validBranch(o.Branch); err != nil {
 		errs = append(errs, fmt.Errorf("branch: %w", err))
+	}
+	if o.Split != nil {
+		if err := o.Split.validate(o.Branch); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := validPatterns(o.ProtectedBranches); err != nil {
 		errs = append(errs, err)

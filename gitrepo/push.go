@@ -18,9 +18,12 @@ import (
 // push sends a pack of exactly the objects a change created and moves one ref from old to
 // new over a receive-pack session. go-git's Repository.Push would first walk the whole
 // tree to find what the remote lacks; here the cost is O(changed objects). The ref only
-// moves if the remote still has prev, so a concurrent writer can never be overwritten.
+// moves if the remote still has prev, so a concurrent writer can never be overwritten;
+// prev equal to next leaves it alone. The published branches (Split) move in the same
+// session, atomically with the ref where the remote offers it, to whatever their heads
+// must be: each head is a function of its content, so there is nothing to overwrite.
 // Callers hold mu, not st.
-func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next plumbing.Hash, pack []byte) error {
+func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next plumbing.Hash, pack []byte, pubs []publication) error {
 	cl, err := client.NewClient(r.ep)
 	if err != nil {
 		return classify(err)
@@ -34,18 +37,30 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next 
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return classify(err)
 	}
+	refs := map[plumbing.ReferenceName]plumbing.Hash{}
 	if adv != nil {
-		refs, err := adv.AllReferences()
+		all, err := adv.AllReferences()
 		if err != nil {
 			return classify(err)
 		}
-		current := plumbing.ZeroHash
-		if cur, ok := refs[ref]; ok {
-			current = cur.Hash()
+		for name, r := range all {
+			refs[name] = r.Hash()
 		}
-		if current != prev {
+		if prev != next && refs[ref] != prev {
 			return errStale
 		}
+	}
+	var cmds []*packp.Command
+	if prev != next {
+		cmds = append(cmds, &packp.Command{Name: ref, Old: prev, New: next})
+	}
+	for _, p := range pubs {
+		if cur := refs[p.ref]; cur != p.commit {
+			cmds = append(cmds, &packp.Command{Name: p.ref, Old: cur, New: p.commit})
+		}
+	}
+	if len(cmds) == 0 {
+		return nil
 	}
 	req := packp.NewReferenceUpdateRequest()
 	remote := &boundedBuffer{max: 2048}
@@ -58,7 +73,11 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next 
 			}
 		}
 	}
-	req.Commands = []*packp.Command{{Name: ref, Old: prev, New: next}}
+	if len(cmds) > 1 && adv != nil && adv.Capabilities.Supports(capability.Atomic) {
+		// The branch and its published parts land together or not at all.
+		_ = req.Capabilities.Set(capability.Atomic)
+	}
+	req.Commands = cmds
 	req.Packfile = io.NopCloser(bytes.NewReader(pack))
 	report, err := sess.ReceivePack(ctx, req)
 	if report != nil {
