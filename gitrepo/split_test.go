@@ -64,7 +64,7 @@ func TestSplitPublishes(t *testing.T) {
 	r := open(t, o)
 
 	first, err := r.Apply(ctx, change("two namespaces", map[string]string{
-		"clusters/flux/kustomization-magnum-p1.yaml": "kind: Kustomization\n",
+		"clusters/flux/kustomization-magnum-p1.yaml":   "kind: Kustomization\n",
 		"clusters/sources/helmrepository-azimuth.yaml": "kind: HelmRepository\n",
 		"clusters/magnum-p1/namespace.yaml":            "kind: Namespace\n",
 		"clusters/magnum-p1/a/helmrelease.yaml":        "kind: HelmRelease\nname: a\n",
