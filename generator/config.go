@@ -143,9 +143,9 @@ type FluxConfig struct {
 	MaxHistory int `json:"max_history"`
 	// DriftDetection is the HelmRelease driftDetection.mode: enabled, warn or disabled.
 	DriftDetection string `json:"drift_detection"`
-	// Layout is how Flux applies the tree: LayoutSingle (default) or LayoutPerNamespace,
-	// whose GitRepositories and Kustomizations reconcile at Interval and time out after
-	// Timeout, retrying after RetryInterval.
+	// Layout is how Flux applies the tree: LayoutSingle (default), LayoutPerNamespace or
+	// LayoutBranchPerNamespace, whose GitRepositories and Kustomizations reconcile at
+	// Interval and time out after Timeout, retrying after RetryInterval.
 	Layout string `json:"layout"`
 	// Git is the repository the per-namespace GitRepositories fetch (per-namespace only).
 	Git FluxGitConfig `json:"git,omitempty"`

@@ -143,7 +143,7 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 
 	o := res.Objects
 	if o.Source != nil {
-		if err := add(path.Join(res.Root, "sources", sourceFile(o.Source)), o.Source); err != nil {
+		if err := add(path.Join(res.Root, SourcesDir, sourceFile(o.Source)), o.Source); err != nil {
 			return nil, err
 		}
 	}

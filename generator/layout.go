@@ -26,10 +26,63 @@ const (
 	// reconcile (the namespaces it touched) in the time one namespace takes; the others
 	// pick the revision up at flux.interval.
 	LayoutPerNamespace = "per-namespace"
+	// LayoutBranchPerNamespace is the per-namespace layout with each namespace's directory
+	// published on a branch of its own (PublishedBranch), which its GitRepository follows,
+	// and <path>/flux and <path>/sources on one more, which the root GitRepository follows
+	// (deploy/flux/branch-per-namespace). The whole tree, its history and its reviews stay
+	// on the main branch; serve pushes the branches of what a commit changed with it, in the
+	// same push. A GitRepository then fetches its namespace only, and only when it changed:
+	// in the per-namespace layout each fetches the whole repository whenever main moves.
+	LayoutBranchPerNamespace = "branch-per-namespace"
 )
 
-// FluxDir is the directory, under flux.path, of the per-namespace Flux objects.
-const FluxDir = "flux"
+// FluxDir is the directory, under flux.path, of the per-namespace Flux objects; SourcesDir
+// that of the shared chart sources.
+const (
+	FluxDir    = "flux"
+	SourcesDir = "sources"
+)
+
+// PerNamespace reports whether each project namespace has its own GitRepository and
+// Kustomization (LayoutPerNamespace, LayoutBranchPerNamespace).
+func (f *FluxConfig) PerNamespace() bool {
+	return f.Layout == LayoutPerNamespace || f.Layout == LayoutBranchPerNamespace
+}
+
+// PublishedBranch is the branch that publishes a directory of the main branch in the
+// branch-per-namespace layout: magnum-gitops/<dir>, dir being <path>/<namespace>, or
+// <path>/flux for the Flux objects and chart sources.
+func PublishedBranch(dir string) string { return magnum.PublishedBranchPrefix + dir }
+
+// PublishedPart is the directory whose branch publishes a path of the main branch in the
+// branch-per-namespace layout ("" for none): the namespace's directory for what is in
+// one, <root>/flux for the Flux objects and the chart sources. See gitrepo.Split.
+func (c *Config) PublishedPart(p string) string {
+	for _, root := range c.Roots() {
+		rest, ok := strings.CutPrefix(p, root+"/")
+		if !ok {
+			continue
+		}
+		first, _, nested := strings.Cut(rest, "/")
+		switch {
+		case !nested:
+			return ""
+		case first == FluxDir || first == SourcesDir:
+			return path.Join(root, FluxDir)
+		}
+		return path.Join(root, first)
+	}
+	return ""
+}
+
+// PublishedDirs are the directories a published part holds: a namespace's directory, or
+// <root>/flux with <root>/sources.
+func (c *Config) PublishedDirs(part string) []string {
+	if root, base := path.Split(part); base == FluxDir {
+		return []string{part, path.Join(root, SourcesDir)}
+	}
+	return []string{part}
+}
 
 // Defaults of the per-namespace objects.
 const (
@@ -52,7 +105,7 @@ type FluxGitConfig struct {
 // namespace in the per-namespace layout, or nil in the single layout.
 func layoutObjects(cfg *Config, root, namespace string) []Object {
 	f := cfg.Flux
-	if f.Layout != LayoutPerNamespace {
+	if !f.PerNamespace() {
 		return nil
 	}
 	name := magnum.FluxObjectName(namespace)
@@ -69,6 +122,11 @@ func layoutObjects(cfg *Config, root, namespace string) []Object {
 			// unpacks and builds holds this project's clusters, not every cluster.
 			SparseCheckout: []string{dir},
 		},
+	}
+	if f.Layout == LayoutBranchPerNamespace {
+		// The namespace's branch holds that directory alone: nothing to leave out.
+		repo.Spec.Reference.Branch = PublishedBranch(path.Join(root, namespace))
+		repo.Spec.SparseCheckout = nil
 	}
 	if f.Git.SecretRef != "" {
 		repo.Spec.SecretRef = &meta.LocalObjectReference{Name: f.Git.SecretRef}
@@ -103,13 +161,13 @@ func (f *FluxConfig) validateLayout(p *problems, format string) {
 	switch f.Layout {
 	case LayoutSingle:
 		return
-	case LayoutPerNamespace:
+	case LayoutPerNamespace, LayoutBranchPerNamespace:
 	default:
-		p.add("flux.layout", "must be %s or %s, got %q", LayoutSingle, LayoutPerNamespace, f.Layout)
+		p.add("flux.layout", "must be %s, %s or %s, got %q", LayoutSingle, LayoutPerNamespace, LayoutBranchPerNamespace, f.Layout)
 		return
 	}
 	if format == FormatArgo {
-		p.add("flux.layout", "%s needs format flux: Argo CD applies each Application itself", LayoutPerNamespace)
+		p.add("flux.layout", "%s needs format flux: Argo CD applies each Application itself", f.Layout)
 	}
 	// The URL lands in Git in clear: never quote it (it may carry a token), refuse a password.
 	u, err := url.Parse(f.Git.URL)
@@ -129,7 +187,7 @@ func (f *FluxConfig) validateLayout(p *problems, format string) {
 		p.add("flux.decryption_secret", "must be a Secret name, got %q", f.DecryptionSecret)
 	}
 	if path.Clean(f.Path) != f.Path {
-		p.add("flux.path", "must be a clean path with the per-namespace layout (sparse checkout), got %q", f.Path)
+		p.add("flux.path", "must be a clean path with the %s layout, got %q", f.Layout, f.Path)
 	}
 }
 

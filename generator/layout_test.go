@@ -17,16 +17,26 @@ func perNamespace() *generator.Config {
 	return cfg
 }
 
-// TestLayoutPerNamespace checks the files of the per-namespace layout against the golden
-// file, and that they add to, never change, the single layout's files.
+// TestLayoutPerNamespace checks the files of the per-namespace layouts against their
+// golden files, and that they add to, never change, the single layout's files.
 func TestLayoutPerNamespace(t *testing.T) {
 	t.Parallel()
+	for _, layout := range []string{generator.LayoutPerNamespace, generator.LayoutBranchPerNamespace} {
+		t.Run(layout, func(t *testing.T) {
+			t.Parallel()
+			cfg := perNamespace()
+			cfg.Flux.Layout = layout
+			checkLayout(t, cfg, "layout/"+layout+".yaml")
+		})
+	}
+}
+
+func checkLayout(t *testing.T, cfg *generator.Config, golden string) {
 	ev := fixtureEvent(t, "01-prod-a-create.yaml")
 	single, err := generator.Render(ev, defaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := perNamespace()
 	res, err := generator.Render(ev, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -51,15 +61,15 @@ func TestLayoutPerNamespace(t *testing.T) {
 	}
 	for p := range sfs.Files {
 		if _, ok := fs.Files[p]; !ok {
-			t.Errorf("%s is missing from the per-namespace layout", p)
+			t.Errorf("%s is missing from the %s layout", p, cfg.Flux.Layout)
 		}
 	}
 	dir := path.Join(cfg.Flux.Path, generator.FluxDir)
 	want := []string{dir + "/gitrepository-" + res.Namespace + ".yaml", dir + "/kustomization-" + res.Namespace + ".yaml"}
 	if got := layout.Paths(); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("per-namespace files %v, want %v", got, want)
+		t.Fatalf("%s files %v, want %v", cfg.Flux.Layout, got, want)
 	}
-	checkGolden(t, "layout/per-namespace.yaml", layout.Stream())
+	checkGolden(t, golden, layout.Stream())
 
 	// A delete keeps the namespace's Flux objects: the namespace is never deleted.
 	del := fixtureEvent(t, "08-prod-a-delete.yaml")
@@ -78,6 +88,48 @@ func TestLayoutPerNamespace(t *testing.T) {
 	}
 }
 
+// TestPublishedPart: in the branch-per-namespace layout each namespace's directory is a
+// part of its own, the Flux objects and chart sources of a root one more, and nothing
+// else is published.
+func TestPublishedPart(t *testing.T) {
+	t.Parallel()
+	cfg := perNamespace()
+	cfg.Flux.Layout = generator.LayoutBranchPerNamespace
+	two := perNamespace()
+	two.ManagementClusters = []generator.ManagementCluster{{Name: "one", Path: "clusters/one", Default: true}, {Name: "two", Path: "clusters/two", Regions: []string{"RegionTwo"}}}
+	for _, tc := range []struct {
+		cfg        *generator.Config
+		path, part string
+		dirs       []string
+	}{
+		{cfg, "clusters/magnum/magnum-p1/prod-a/helmrelease.yaml", "clusters/magnum/magnum-p1", []string{"clusters/magnum/magnum-p1"}},
+		{cfg, "clusters/magnum/magnum-p1/namespace.yaml", "clusters/magnum/magnum-p1", []string{"clusters/magnum/magnum-p1"}},
+		{cfg, "clusters/magnum/flux/kustomization-magnum-p1.yaml", "clusters/magnum/flux", []string{"clusters/magnum/flux", "clusters/magnum/sources"}},
+		{cfg, "clusters/magnum/sources/helmrepository-azimuth.yaml", "clusters/magnum/flux", []string{"clusters/magnum/flux", "clusters/magnum/sources"}},
+		{cfg, ".sops.yaml", "", nil},
+		{cfg, "clusters/magnum/README.md", "", nil},
+		{cfg, "clusters/magnumx/p/a.yaml", "", nil},
+		{two, "clusters/two/magnum-p1/prod-a/helmrelease.yaml", "clusters/two/magnum-p1", []string{"clusters/two/magnum-p1"}},
+		{two, "clusters/one/sources/helmrepository-azimuth.yaml", "clusters/one/flux", []string{"clusters/one/flux", "clusters/one/sources"}},
+		{two, "clusters/magnum/magnum-p1/prod-a/helmrelease.yaml", "", nil},
+	} {
+		part := tc.cfg.PublishedPart(tc.path)
+		if part != tc.part {
+			t.Errorf("PublishedPart(%s) = %q, want %q", tc.path, part, tc.part)
+			continue
+		}
+		if part == "" {
+			continue
+		}
+		if dirs := tc.cfg.PublishedDirs(part); strings.Join(dirs, " ") != strings.Join(tc.dirs, " ") {
+			t.Errorf("PublishedDirs(%s) = %v, want %v", part, dirs, tc.dirs)
+		}
+		if b := generator.PublishedBranch(part); b != "magnum-gitops/"+part {
+			t.Errorf("PublishedBranch(%s) = %s", part, b)
+		}
+	}
+}
+
 // TestLayoutBadConfig checks that every wrong layout option is named.
 func TestLayoutBadConfig(t *testing.T) {
 	t.Parallel()
@@ -87,7 +139,7 @@ func TestLayoutBadConfig(t *testing.T) {
 		field  string
 		rule   string
 	}{
-		{"unknown layout", func(c *generator.Config) { c.Flux.Layout = "per-cluster" }, "flux.layout", "must be single or per-namespace"},
+		{"unknown layout", func(c *generator.Config) { c.Flux.Layout = "per-cluster" }, "flux.layout", "must be single, per-namespace or branch-per-namespace"},
 		{"argo", func(c *generator.Config) { c.Format = generator.FormatArgo }, "flux.layout", "needs format flux"},
 		{"no url", func(c *generator.Config) { c.Flux.Git.URL = "" }, "flux.git.url", "as source-controller fetches it"},
 		{"token in url", func(c *generator.Config) { c.Flux.Git.URL = "https://x:NOT-REAL-token@git.example.org/r.git" }, "flux.git.url", "must not carry a user, password"},

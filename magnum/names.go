@@ -161,3 +161,8 @@ func isUUIDLikeSlow(s string) bool {
 // never reused. The generator writes them under this name, serve asks them to reconcile,
 // and the status reader finds the revision they applied.
 func FluxObjectName(namespace string) string { return namespace }
+
+// PublishedBranchPrefix starts the name of every branch that publishes a directory of the
+// main branch in the branch-per-namespace layout (generator.PublishedBranch); the main
+// branch must not start with it.
+const PublishedBranchPrefix = "magnum-gitops/"

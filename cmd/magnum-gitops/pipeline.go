@@ -4,8 +4,10 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
@@ -34,6 +36,9 @@ func gitSink(ctx context.Context, f *config.File) (*reconciler.GitSink, error) {
 	}
 	// The on-disk cache heals itself; say so once in the log.
 	opts.Warn = func(msg string) { slog.Warn(msg, "component", "gitrepo") }
+	if f.Flux.Layout == generator.LayoutBranchPerNamespace {
+		opts.Split = &gitrepo.Split{Prefix: magnum.PublishedBranchPrefix, Part: f.Config.PublishedPart, Dirs: f.Config.PublishedDirs}
+	}
 	repo, err := gitrepo.Open(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/magnum-gitops/magnum-gitops/status/kube"
@@ -99,7 +98,7 @@ func (o *statusOptions) run(ctx context.Context, stdin io.Reader, w io.Writer, f
 	snap, snapErr := status.TakeSnapshot(tctx, src)
 	if snapErr == nil {
 		snap.Kustomization = o.kustomization
-		if file.Flux.Layout == generator.LayoutPerNamespace {
+		if file.Flux.PerNamespace() {
 			snap.PerNamespace = file.Flux.SourceNamespace
 		}
 	}

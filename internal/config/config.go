@@ -69,7 +69,7 @@ func Load(path string) (*File, error) {
 	}
 	// The per-namespace GitRepositories fetch the repository serve pushes to, unless the
 	// file says how Flux reaches it (another host name, ssh).
-	if f := &cfg.Flux; f.Layout == generator.LayoutPerNamespace && f.Git.URL == "" && checkGitURL(cfg.Git.URL) == nil {
+	if f := &cfg.Flux; f.PerNamespace() && f.Git.URL == "" && checkGitURL(cfg.Git.URL) == nil {
 		f.Git.URL = cfg.Git.URL
 		if cfg.Git.Branch != "" {
 			f.Git.Branch = cfg.Git.Branch

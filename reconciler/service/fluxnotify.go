@@ -49,7 +49,7 @@ func (r ReconcileRequest) String() string { return r.Namespace + "/" + r.Name }
 // API server never delays the answer to an event (source-controller still polls at its
 // interval).
 //
-// In the per-namespace layout (generator.LayoutPerNamespace) a push asks the GitRepository
+// In the per-namespace layouts (generator.FluxConfig.PerNamespace) a push asks the GitRepository
 // of each namespace it changed, and the root one (target) only when it changed what the
 // root applies (<path>/flux, <path>/sources): the other namespaces are not rebuilt for it.
 type reconcileRequester struct {
@@ -70,9 +70,9 @@ type reconcileRequester struct {
 func newReconcileRequester(kube client.Client, target ReconcileRequest, root string, flux generator.FluxConfig, log *slog.Logger) *reconcileRequester {
 	r := &reconcileRequester{kube: kube, target: target, log: log, now: time.Now, wake: make(chan struct{}, 1),
 		pending: map[types.NamespacedName]struct{}{}}
-	if flux.Layout == generator.LayoutPerNamespace {
+	if flux.PerNamespace() {
 		r.perNamespace = flux.SourceNamespace
-		r.rootPaths = []string{path.Join(root, generator.FluxDir) + "/", path.Join(root, "sources") + "/"}
+		r.rootPaths = []string{path.Join(root, generator.FluxDir) + "/", path.Join(root, generator.SourcesDir) + "/"}
 	}
 	return r
 }

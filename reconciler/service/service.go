@@ -97,12 +97,14 @@ type Service struct {
 	knownHealth sync.Map
 }
 
-// includes reports whether the revision Flux applied includes commit: the commit or a
-// later one with it in its history (Flux fetches the branch head, which a busy repository
-// has moved past the commit by then). The local clone answers; a head it has not fetched
-// yet counts as not including, until the next push or fetch brings it.
+// includes reports whether the revision Flux applied ("<branch>@sha1:<commit>") includes
+// commit: the commit or a later one with it in its history (Flux fetches the branch head,
+// which a busy repository has moved past the commit by then), or a published branch's
+// head that publishes such a commit (gitrepo.Split). The local clone answers; a head it
+// has not fetched yet counts as not including, until the next push or fetch brings it.
 func (s *Service) includes(applied, commit string) bool {
-	ok, err := s.o.Sink.Repo.Contains(status.AppliedCommit(applied), commit)
+	branch, _, _ := strings.Cut(applied, "@")
+	ok, err := s.o.Sink.Repo.ContainsIn(branch, status.AppliedCommit(applied), commit)
 	return err == nil && ok
 }
 
@@ -188,7 +190,7 @@ func (s *Service) run(ctx context.Context) error {
 		if m.Status != nil {
 			m.judge = &judge{src: m.Status, clusters: s.clusters, kustomization: m.Kustomization, options: o.StatusOptions,
 				includes: s.includes, ttl: 2 * time.Second}
-			if f := o.Pipeline.Config.Flux; f.Layout == generator.LayoutPerNamespace {
+			if f := o.Pipeline.Config.Flux; f.PerNamespace() {
 				m.judge.perNamespace = f.SourceNamespace
 			}
 		}
@@ -588,6 +590,29 @@ func (s *Service) resync(ctx context.Context) {
 		s.o.Log.Error("resync", "error", err, "changed", commits)
 		return
 	}
+	if err := s.publish(ctx); err != nil {
+		s.o.Log.Error("resync: publishing the namespaces' branches", "error", err)
+	}
 	s.m.resync.Observe(time.Since(start).Seconds())
 	s.o.Log.Info("resync done", "changed", commits, "duration", time.Since(start))
+}
+
+// publish brings every published branch of the branch-per-namespace layout to what the
+// main branch holds (gitrepo.Repo.Publish). serve's own pushes publish what they change;
+// this carries what reached the main branch otherwise, such as a merged review, at the
+// next resync, and costs one listing of the remote's refs when nothing is behind.
+func (s *Service) publish(ctx context.Context) error {
+	cfg := s.o.Pipeline.Config
+	if cfg.Flux.Layout != generator.LayoutBranchPerNamespace {
+		return nil
+	}
+	var paths []string
+	for _, root := range cfg.Roots() {
+		files, err := s.o.Sink.Repo.ListFiles(root)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, files...)
+	}
+	return s.o.Sink.Repo.Publish(ctx, paths...)
 }

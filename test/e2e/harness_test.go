@@ -18,6 +18,7 @@ import (
 	"net/http/cgi"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -47,6 +48,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
@@ -270,6 +272,10 @@ type harness struct {
 	// perNamespace runs the per-namespace layout (flux.layout: per-namespace, the root of
 	// deploy/flux/per-namespace); the default is the single Kustomization of deploy/flux.
 	perNamespace bool
+	// branchPerNamespace runs the branch-per-namespace layout: perNamespace, with each
+	// namespace (and the root's flux/ and sources/) on a published branch of its own,
+	// which serve publishes from its start.
+	branchPerNamespace bool
 	// The scale test's settings (scale_test.go): a pre-rendered tree in the seed commit,
 	// an adjustment of the root Kustomization, how many Kustomizations apply the seed, no
 	// serve, a longer first sync.
@@ -343,6 +349,11 @@ func withPerNamespaceLayout() harnessOption {
 	return func(h *harness) { h.perNamespace = true }
 }
 
+// withBranchPerNamespaceLayout runs the branch-per-namespace layout.
+func withBranchPerNamespaceLayout() harnessOption {
+	return func(h *harness) { h.perNamespace, h.branchPerNamespace = true, true }
+}
+
 // newHarness starts everything and returns once Flux has applied the seed commit.
 func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnessOption) *harness {
 	t.Helper()
@@ -383,16 +394,21 @@ func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnes
 	if h.seedTimeout == 0 {
 		h.seedTimeout = 3 * time.Minute
 	}
+	parts := "API server, Flux controllers, Git and chart servers"
+	if h.capi != nil {
+		parts += ", Cluster API " + capiVersion + " controllers (in-memory infrastructure)"
+	}
+	if h.branchPerNamespace && !h.noServe {
+		// The root follows a branch serve publishes when it starts.
+		h.startServe()
+		parts += ", magnum-gitops serve"
+	}
 	if h.wantKustomizations == 0 {
 		h.waitApplied(seed, h.seedTimeout)
 	} else {
 		h.waitAllApplied(seed, h.seedTimeout)
 	}
-	parts := "API server, Flux controllers, Git and chart servers"
-	if h.capi != nil {
-		parts += ", Cluster API " + capiVersion + " controllers (in-memory infrastructure)"
-	}
-	if !h.noServe {
+	if !h.noServe && !h.branchPerNamespace {
 		h.startServe()
 		parts += ", magnum-gitops serve"
 	}
@@ -547,6 +563,11 @@ func (h *harness) seedRepository() {
 	os.MkdirAll(filepath.Join(seed, h.fluxPath), 0o755)
 	os.WriteFile(filepath.Join(seed, "README.md"), []byte("# magnum clusters\n"), 0o644)
 	os.WriteFile(filepath.Join(seed, h.fluxPath, "README.md"), []byte("Written by magnum-gitops.\n"), 0o644)
+	if h.branchPerNamespace {
+		// Something for the root's published branch to hold before the first cluster.
+		os.MkdirAll(filepath.Join(seed, h.fluxPath, generator.FluxDir), 0o755)
+		os.WriteFile(filepath.Join(seed, h.fluxPath, generator.FluxDir, "README.md"), []byte("Flux objects, written by magnum-gitops.\n"), 0o644)
+	}
 	if h.seedTree != "" {
 		h.copySeedTree(seed)
 	}
@@ -659,7 +680,10 @@ func (h *harness) writeMagnumConfig() {
 	}
 	if h.perNamespace {
 		// flux.git.url defaults to git.url: the harness's Git server is Flux's too.
-		flux["layout"] = "per-namespace"
+		flux["layout"] = generator.LayoutPerNamespace
+		if h.branchPerNamespace {
+			flux["layout"] = generator.LayoutBranchPerNamespace
+		}
 		flux["git"] = map[string]any{"secret_ref": gitSecretName}
 	}
 	cfg := map[string]any{
@@ -959,6 +983,10 @@ func (h *harness) applyDeployManifests() {
 		deploy = filepath.Join(deploy, "per-namespace")
 	}
 	files, _ := filepath.Glob(filepath.Join(deploy, "*.yaml"))
+	if h.branchPerNamespace {
+		// The same root Kustomization, its source on the root's published branch.
+		files = []string{filepath.Join(deploy, "..", "branch-per-namespace", "gitrepository.yaml"), filepath.Join(deploy, "kustomization.yaml")}
+	}
 	var kinds []string
 	for _, f := range files {
 		for _, o := range readObjects(t, f) {
@@ -1042,6 +1070,40 @@ func (h *harness) checkReconcileRequestOf(name string, pushed time.Time) {
 	if hat, err := time.Parse(time.RFC3339Nano, handled); err != nil || hat.Before(pushed.Add(-time.Second)) {
 		h.t.Errorf("source-controller last handled a reconcile request at %q, before the push", handled)
 	}
+}
+
+// publishes reports whether applied, a revision of a published branch of the
+// branch-per-namespace layout, holds what main's revision holds in the directories that
+// the branch of the Kustomization named publishes: Flux applied that commit's content.
+func (h *harness) publishes(name, applied, revision string) bool {
+	branch, id, ok := strings.Cut(applied, "@sha1:")
+	if !h.branchPerNamespace || !ok {
+		return false
+	}
+	dirs := []string{path.Join(h.fluxPath, generator.FluxDir), path.Join(h.fluxPath, generator.SourcesDir)}
+	if name != sourceName {
+		dirs = []string{path.Join(h.fluxPath, name)}
+	}
+	if branch != generator.PublishedBranch(dirs[0]) {
+		return false
+	}
+	for _, d := range dirs {
+		if h.treeAt(id, d) != h.treeAt(revision, d) {
+			return false
+		}
+	}
+	return true
+}
+
+// treeAt is the id of a directory at a commit of the bare repository ("" when missing).
+func (h *harness) treeAt(commit, dir string) string {
+	out, _ := exec.Command("git", "--git-dir", h.gitDir, "rev-parse", "-q", "--verify", commit+":"+dir).Output()
+	return strings.TrimSpace(string(out))
+}
+
+// publishedHead is the head of the branch that publishes a namespace's directory.
+func (h *harness) publishedHead(namespace string) string {
+	return strings.TrimSpace(h.git(h.gitDir, "rev-parse", "refs/heads/"+generator.PublishedBranch(path.Join(h.fluxPath, namespace))))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1173,7 +1235,7 @@ func (h *harness) waitAppliedBy(name, revision string, timeout time.Duration) ti
 		}
 		applied, _, _ := unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
 		st, reason, msg, _ := condition(k, "Ready")
-		if applied == want {
+		if applied == want || h.publishes(name, applied, revision) {
 			if st != "True" {
 				h.t.Errorf("Kustomization applied %s but Ready=%s %s: %s", want, st, reason, msg)
 			}

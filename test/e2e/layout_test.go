@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
@@ -94,9 +96,89 @@ func TestE2EPerNamespaceLayout(t *testing.T) {
 	h.checkCluster(a)
 }
 
-// sparseTo reports whether a GitRepository checks out exactly dir.
+// TestE2EBranchPerNamespaceLayout runs flux.layout: branch-per-namespace through the real
+// controllers: the root follows the branch serve publishes the Flux objects on, each
+// project namespace's GitRepository the branch that holds its directory alone; a push
+// moves only the branches of what it changed, so a change to one project leaves every
+// other project's branch, and what its source fetches, as they were; serve judges a
+// cluster by the published head its Kustomization applied; a delete runs both phases.
+func TestE2EBranchPerNamespaceLayout(t *testing.T) {
+	b := findBinaries(t)
+	h := newHarness(t, b, true, withBranchPerNamespaceLayout())
+	events := filepath.Join(testenv.RepoRoot(), "fixtures", "events")
+	a, o, ovn := twoClusters(t)
+	ka, ko := h.fluxFor(a.namespace), h.fluxFor(o.namespace)
+
+	// 1. Create prod-a: the root applies its namespace's Flux objects from the root's
+	// branch; they apply prod-a from the namespace's branch, which holds it alone.
+	rev1 := h.commitEvent(filepath.Join(events, "01-prod-a-create.yaml"))
+	h.waitAppliedBy(ka, rev1, 3*time.Minute)
+	h.waitFor("prod-a's HelmRelease Ready", defaultWaitStep, h.releaseReady(a))
+	h.checkCluster(a)
+	branch := generator.PublishedBranch(fluxPath + "/" + a.namespace)
+	if src, _ := h.get(gvkGitRepository, fluxNamespace, ka); src == nil {
+		t.Fatalf("GitRepository %s is missing", ka)
+	} else if got, _, _ := unstructured.NestedString(src.Object, "spec", "ref", "branch"); got != branch || !sparseTo(src, "") {
+		t.Errorf("GitRepository %s follows %q (sparse checkout %v), want %s alone", ka, got, src.Object["spec"], branch)
+	}
+	pa := h.publishedHead(a.namespace)
+	for _, f := range strings.Fields(h.git(h.gitDir, "ls-tree", "-r", "--name-only", pa)) {
+		if !strings.HasPrefix(f, fluxPath+"/"+a.namespace+"/") {
+			t.Errorf("%s holds %s, outside its namespace", branch, f)
+		}
+	}
+
+	// 2. Create ovn in another project: prod-a's branch does not move.
+	rev2 := h.commitEvent(writeEvent(t, t.TempDir(), "ovn-create.yaml", ovn))
+	h.waitAppliedBy(ko, rev2, 3*time.Minute)
+	h.waitFor("ovn's HelmRelease Ready", defaultWaitStep, h.releaseReady(o))
+	h.checkCluster(o)
+	h.addCAPIFinalizer(o)
+	if got := h.publishedHead(a.namespace); got != pa {
+		t.Errorf("a change to another project moved %s from %s to %s", branch, pa[:12], got[:12])
+	}
+	po := h.publishedHead(o.namespace)
+
+	// 3. Resize prod-a: its branch moves, ovn's does not; serve counts ovn's commit applied
+	// through the head ovn's Kustomization applied, though main has moved past it.
+	a.helmRevision = 2
+	a.workers = map[string]workerWant{"default-worker": {5, "m1.medium"}}
+	t3 := time.Now()
+	rev3 := h.commitEvent(filepath.Join(events, "02-prod-a-resize-workers.yaml"))
+	h.waitAppliedBy(ka, rev3, 3*time.Minute)
+	h.checkReconcileRequestOf(ka, t3)
+	h.waitFor("prod-a's HelmRelease Ready after the resize", defaultWaitStep, h.releaseReady(a))
+	h.checkCluster(a)
+	if h.publishedHead(a.namespace) == pa || h.publishedHead(o.namespace) != po {
+		t.Errorf("after prod-a's resize: %s moved %v, ovn's branch moved %v", branch, h.publishedHead(a.namespace) != pa, h.publishedHead(o.namespace) != po)
+	}
+	wantApplied := generator.PublishedBranch(fluxPath+"/"+o.namespace) + "@sha1:" + po
+	h.waitFor("serve to see ovn applied through "+wantApplied, 30*time.Second, func() (bool, string) {
+		c := h.getCluster(ovnUUID(ovn))
+		ok := c.Revision == rev2 && c.Applied != nil && *c.Applied && c.AppliedRevision == wantApplied
+		return ok, fmt.Sprintf("GET /v1/clusters/ovn = %+v, want revision %s applied through %s", c, rev2, wantApplied)
+	})
+
+	// 4. Delete ovn, both phases, through its namespace's branch.
+	del := deepCopy(ovn).(map[string]any)
+	del["id"], del["operation"] = "evt-e2e-branch-layout-ovn-delete", "delete_cluster"
+	delete(del, "secrets")
+	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
+	rev4 := h.commitEvent(writeEvent(t, t.TempDir(), "ovn-delete.yaml", del))
+	h.waitAppliedBy(ko, rev4, 3*time.Minute)
+	h.waitFor("ovn's Cluster being deleted", defaultWaitStep, h.clusterDeleting(o))
+	h.checkSecretsKept(o)
+	h.deleteSecondPhase(t, generator.LayoutBranchPerNamespace, o)
+	h.checkCluster(a)
+}
+
+// sparseTo reports whether a GitRepository checks out exactly dir ("" for: it has no
+// sparse checkout at all).
 func sparseTo(g *unstructured.Unstructured, dir string) bool {
 	dirs, _, _ := unstructured.NestedStringSlice(g.Object, "spec", "sparseCheckout")
+	if dir == "" {
+		return len(dirs) == 0
+	}
 	return len(dirs) == 1 && dirs[0] == dir
 }
 
