@@ -78,6 +78,9 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 		fmt.Fprintf(stderr, "%d clusters would change\n", changed)
 		return failRefused()
 	}
+	if err := sink.Publish(ctx, &file.Config); err != nil {
+		return err
+	}
 	// Batches of reconciler.DefaultMaxGroup clusters, one push each, the next rendered
 	// meanwhile.
 	r, stop := runReconciler(ctx, p, sink, 0)

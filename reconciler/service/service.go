@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
-	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
 	"github.com/magnum-gitops/magnum-gitops/status"
@@ -563,6 +562,9 @@ func (s *Service) resync(ctx context.Context) {
 	start := time.Now()
 	last := time.Now()
 	commits := 0
+	if err := s.o.Sink.Publish(ctx, s.o.Pipeline.Config); err != nil {
+		s.o.Log.Error("resync: publishing the namespaces' branches", "error", err)
+	}
 	err := s.o.Pipeline.ResyncPlans(ctx, s.o.Sink.Repo, reconciler.ResyncOptions{
 		Batch: s.reconciler.MaxGroup,
 		Progress: func(done, total int) {
@@ -590,29 +592,6 @@ func (s *Service) resync(ctx context.Context) {
 		s.o.Log.Error("resync", "error", err, "changed", commits)
 		return
 	}
-	if err := s.publish(ctx); err != nil {
-		s.o.Log.Error("resync: publishing the namespaces' branches", "error", err)
-	}
 	s.m.resync.Observe(time.Since(start).Seconds())
 	s.o.Log.Info("resync done", "changed", commits, "duration", time.Since(start))
-}
-
-// publish brings every published branch of the branch-per-namespace layout to what the
-// main branch holds (gitrepo.Repo.Publish). serve's own pushes publish what they change;
-// this carries what reached the main branch otherwise, such as a merged review, at the
-// next resync, and costs one listing of the remote's refs when nothing is behind.
-func (s *Service) publish(ctx context.Context) error {
-	cfg := s.o.Pipeline.Config
-	if cfg.Flux.Layout != generator.LayoutBranchPerNamespace {
-		return nil
-	}
-	var paths []string
-	for _, root := range cfg.Roots() {
-		files, err := s.o.Sink.Repo.ListFiles(root)
-		if err != nil {
-			return err
-		}
-		paths = append(paths, files...)
-	}
-	return s.o.Sink.Repo.Publish(ctx, paths...)
 }

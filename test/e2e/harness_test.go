@@ -49,6 +49,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
@@ -276,6 +277,7 @@ type harness struct {
 	// namespace (and the root's flux/ and sources/) on a published branch of its own,
 	// which serve publishes from its start.
 	branchPerNamespace bool
+	published          *gitrepo.Repo // publisher()
 	// The scale test's settings (scale_test.go): a pre-rendered tree in the seed commit,
 	// an adjustment of the root Kustomization, how many Kustomizations apply the seed, no
 	// serve, a longer first sync.
@@ -402,6 +404,11 @@ func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnes
 		// The root follows a branch serve publishes when it starts.
 		h.startServe()
 		parts += ", magnum-gitops serve"
+	}
+	if h.branchPerNamespace && h.noServe {
+		if err := h.publisher().Publish(h.ctx, h.gitFiles(h.fluxPath)...); err != nil {
+			t.Fatalf("publishing the seed's branches: %v", err)
+		}
 	}
 	if h.wantKustomizations == 0 {
 		h.waitApplied(seed, h.seedTimeout)
@@ -1070,6 +1077,24 @@ func (h *harness) checkReconcileRequestOf(name string, pushed time.Time) {
 	if hat, err := time.Parse(time.RFC3339Nano, handled); err != nil || hat.Before(pushed.Add(-time.Second)) {
 		h.t.Errorf("source-controller last handled a reconcile request at %q, before the push", handled)
 	}
+}
+
+// publisher is a clone of the harness's repository that pushes as serve does in the
+// branch-per-namespace layout (for the tests that run without serve), opened once.
+func (h *harness) publisher() *gitrepo.Repo {
+	h.t.Helper()
+	if h.published == nil {
+		cfg := generator.DefaultConfig()
+		cfg.Flux.Path = h.fluxPath
+		r, err := gitrepo.Open(h.ctx, gitrepo.Options{URL: h.gitURL, Auth: gitrepo.Auth{Username: gitUser, Password: h.gitPassword},
+			Author: gitrepo.Signature{Name: "magnum-gitops", Email: "magnum-gitops@localhost"},
+			Split:  &gitrepo.Split{Prefix: magnum.PublishedBranchPrefix, Part: cfg.PublishedPart, Dirs: cfg.PublishedDirs}})
+		if err != nil {
+			h.t.Fatalf("opening the repository: %v", err)
+		}
+		h.published = r
+	}
+	return h.published
 }
 
 // publishes reports whether applied, a revision of a published branch of the

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
@@ -74,22 +76,22 @@ func TestE2EScale(t *testing.T) {
 	tree := renderScaleTree(t, b, id, n, projects)
 	t.Logf("rendered %d clusters in %d namespaces in %s", n, projects, time.Since(start).Round(time.Second))
 
-	layouts := []string{"per-namespace", "single"}
+	layouts := []string{generator.LayoutBranchPerNamespace, generator.LayoutPerNamespace, generator.LayoutSingle}
 	if l := os.Getenv("E2E_SCALE_LAYOUTS"); l != "" {
 		layouts = strings.Split(l, ",")
 	}
 	var results []scaleResult
 	for _, l := range layouts {
 		t.Run(l, func(t *testing.T) {
-			results = append(results, runScale(t, b, id, tree, l == "per-namespace", projects, changes))
+			results = append(results, runScale(t, b, id, tree, l, projects, changes))
 		})
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d clusters, %d namespaces, %d changes each (medians):\n", n, projects, changes)
-	fmt.Fprintf(&sb, "%-14s %6s %11s %16s %14s %16s %13s %13s | %12s %12s %12s | %9s %13s\n", "layout", "ks", "first sync", "push→changed",
+	fmt.Fprintf(&sb, "%-20s %6s %11s %16s %14s %16s %13s %13s | %12s %12s %12s | %9s %13s\n", "layout", "ks", "first sync", "push→changed",
 		"API requests", "kustomize CPU", "source CPU", "fetched", "tick", "tick CPU", "tick fetched", "repo", "source RSS")
 	for _, r := range results {
-		fmt.Fprintf(&sb, "%-14s %6d %10.1fs %15.2fs %14.0f %15.1fs %12.1fs %9.1f MiB | %11.1fs %11.1fs %8.1f MiB | %5.1f MiB %9.0f MiB\n", r.layout, r.kustomizations, r.firstSync.Seconds(),
+		fmt.Fprintf(&sb, "%-20s %6d %10.1fs %15.2fs %14.0f %15.1fs %12.1fs %9.1f MiB | %11.1fs %11.1fs %8.1f MiB | %5.1f MiB %9.0f MiB\n", r.layout, r.kustomizations, r.firstSync.Seconds(),
 			median(r.changed).Seconds(), medianFloat(r.requests), medianFloat(r.kustomizeCPU), medianFloat(r.sourceCPU), medianFloat(r.fetchedMiB),
 			r.tick.Seconds(), r.tickCPU, r.tickMiB, r.repoMiB, r.sourceRSS)
 	}
@@ -174,6 +176,7 @@ func renderScaleTree(t *testing.T, b *binaries, id *age.X25519Identity, n, proje
 			t.Fatal(err)
 		}
 	}
+	renderBranchFlux(t, b, dir, config, base, n, projects)
 	tree := filepath.Join(dir, "tree-0")
 	for w := 1; w < workers; w++ {
 		other := filepath.Join(dir, fmt.Sprintf("tree-%d", w), fluxPath)
@@ -220,6 +223,40 @@ func renderScaleTree(t *testing.T, b *binaries, id *age.X25519Identity, n, proje
 	return tree
 }
 
+// renderBranchFlux renders, into dir/branch-flux, the Flux objects of the
+// branch-per-namespace layout: one cluster of each project with flux.layout set so.
+func renderBranchFlux(t *testing.T, b *binaries, dir, config string, base map[string]any, n, projects int) {
+	t.Helper()
+	data, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	branchConfig := filepath.Join(dir, "config-branch.yaml")
+	data = bytes.Replace(data, []byte("layout: per-namespace"), []byte("layout: "+generator.LayoutBranchPerNamespace), 1)
+	if err := os.WriteFile(branchConfig, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "branch-render")
+	for p := range min(projects, n) {
+		ev := deepCopy(base).(map[string]any)
+		project := fmt.Sprintf("%032x", p+1)
+		setPath(ev, project, "context", "project_id")
+		setPath(ev, project, "cluster", "project_id")
+		data, err := yaml.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(b.magnum, "render", "-f", "-", "--config", branchConfig, "--out-dir", out)
+		cmd.Stdin = bytes.NewReader(data)
+		if o, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("render project %d: %v\n%s", p, err, o)
+		}
+	}
+	if err := os.Rename(filepath.Join(out, fluxPath, generator.FluxDir), filepath.Join(dir, "branch-flux")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // copySeedTree copies the pre-rendered clusters into the seed checkout, pointing the
 // HelmRepository at this harness's chart server and the per-namespace GitRepositories at
 // its Git server; the single layout leaves <path>/flux out.
@@ -232,6 +269,9 @@ func (h *harness) copySeedTree(seed string) {
 		rel, _ := filepath.Rel(src, path)
 		if rel == "flux" && !h.perNamespace {
 			return filepath.SkipDir // the single layout's files are the others
+		}
+		if strings.HasPrefix(rel, "flux"+string(filepath.Separator)) && h.branchPerNamespace {
+			path = filepath.Join(h.seedTree, "..", "branch-flux", strings.TrimPrefix(rel, "flux"+string(filepath.Separator)))
 		}
 		dst := filepath.Join(seed, fluxPath, rel)
 		if d.IsDir() {
@@ -260,7 +300,7 @@ func (h *harness) waitAllApplied(revision string, timeout time.Duration) time.Ti
 		var waiting []string
 		applied := 0
 		for _, k := range l {
-			if rev, _, _ := unstructured.NestedString(k.Object, "status", "lastAppliedRevision"); rev == want {
+			if rev, _, _ := unstructured.NestedString(k.Object, "status", "lastAppliedRevision"); rev == want || h.publishes(k.GetName(), rev, revision) {
 				applied++
 				continue
 			}
@@ -276,16 +316,17 @@ func (h *harness) waitAllApplied(revision string, timeout time.Duration) time.Ti
 
 // runScale starts a harness with the pre-rendered tree in a layout, then changes one
 // cluster `changes` times, measuring each.
-func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree string, perNamespace bool, projects, changes int) scaleResult {
-	name := "single"
+func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree, name string, projects, changes int) scaleResult {
 	want := 1
+	perNamespace := name != generator.LayoutSingle
 	if perNamespace {
-		name, want = "per-namespace", projects+1
+		want = projects + 1
 	}
 	start := time.Now()
 	h := newHarness(t, b, true, func(h *harness) {
 		h.ageIdentity, h.seedTree, h.noServe, h.seedTimeout = id, tree, true, 90*time.Minute
 		h.perNamespace, h.wantKustomizations = perNamespace, want
+		h.branchPerNamespace = name == generator.LayoutBranchPerNamespace
 		// One build of every cluster takes longer than deploy/flux's 5m timeout here.
 		h.adjustRoot = func(k *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(k.Object, "60m", "spec", "timeout")
@@ -313,7 +354,7 @@ func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree string, pe
 	// The Kustomization that applies the cluster, and the GitRepository serve asks to
 	// reconcile after a push that changed only that cluster.
 	owner := sourceName
-	if perNamespace {
+	if h.perNamespace {
 		owner = magnum.FluxObjectName(ns)
 	}
 	work := filepath.Join(h.work, "change")
@@ -336,12 +377,23 @@ func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree string, pe
 		if err := os.WriteFile(hrFile, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		h.git(work, "commit", "-q", "-am", fmt.Sprintf("change %d", i))
 		reqBefore := h.apiRequests()
 		cpuBefore, srcBefore, bytesBefore := h.cpuSeconds("kustomize-controller"), h.cpuSeconds("source-controller"), h.gitBytes.Load()
-		h.git(work, "push", "-q", "origin", "HEAD:main")
+		var rev string
+		if h.branchPerNamespace {
+			// As serve pushes: the commit and the namespace's branch at once.
+			rel := filepath.ToSlash(filepath.Join(fluxPath, ns, release, "helmrelease.yaml"))
+			res, err := h.publisher().Apply(h.ctx, gitrepo.Change{Subject: fmt.Sprintf("change %d", i), Files: map[string][]byte{rel: []byte(s)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev = res.Commit.String()
+		} else {
+			h.git(work, "commit", "-q", "-am", fmt.Sprintf("change %d", i))
+			h.git(work, "push", "-q", "origin", "HEAD:main")
+			rev = strings.TrimSpace(h.git(work, "rev-parse", "HEAD"))
+		}
 		pushed := time.Now()
-		rev := strings.TrimSpace(h.git(work, "rev-parse", "HEAD"))
 		// What serve does after a push (serve.reconcile_request).
 		h.reconcileNow(gvkGitRepository, owner)
 		done := h.waitFor(fmt.Sprintf("Kustomization %s to apply %s", owner, rev), 60*time.Minute, func() (bool, string) {
@@ -350,7 +402,7 @@ func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree string, pe
 				return false, "no Kustomization"
 			}
 			applied, _, _ := unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
-			return applied == "main@sha1:"+rev, "applied " + applied
+			return applied == "main@sha1:"+rev || h.publishes(owner, applied, rev), "applied " + applied
 		})
 		res.changed = append(res.changed, done.Sub(pushed))
 		res.requests = append(res.requests, h.apiRequests()-reqBefore)
@@ -373,19 +425,28 @@ func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree string, pe
 }
 
 // intervalTick asks every GitRepository to reconcile, as each does at flux.interval, once
-// the branch has moved past what they hold, and waits until each holds the head: what an
-// interval costs source-controller and the Git server.
+// a commit has moved main past what they hold, and waits until each has handled the
+// request and holds the head of the branch it follows: what an interval costs
+// source-controller and the Git server.
 func (h *harness) intervalTick(res *scaleResult) {
-	head := h.headRevision()
 	repos := h.list(gvkGitRepository, fluxNamespace)
+	heads := map[string]string{}
+	for _, g := range repos {
+		branch, _, _ := unstructured.NestedString(g.Object, "spec", "ref", "branch")
+		heads[g.GetName()] = strings.TrimSpace(h.git(h.gitDir, "rev-parse", "refs/heads/"+branch))
+	}
 	cpu, sent, start := h.cpuSeconds("source-controller"), h.gitBytes.Load(), time.Now()
+	asked := map[string]string{}
 	for _, g := range repos {
 		h.reconcileNow(gvkGitRepository, g.GetName())
+		asked[g.GetName()] = h.requestedAt(g.GetName())
 	}
-	h.waitFor(fmt.Sprintf("%d GitRepositories to fetch %s", len(repos), head[:12]), 60*time.Minute, func() (bool, string) {
+	h.waitFor(fmt.Sprintf("%d GitRepositories to fetch their branches' heads", len(repos)), 60*time.Minute, func() (bool, string) {
 		behind := 0
 		for _, g := range h.list(gvkGitRepository, fluxNamespace) {
-			if rev, _, _ := unstructured.NestedString(g.Object, "status", "artifact", "revision"); !strings.HasSuffix(rev, head) {
+			rev, _, _ := unstructured.NestedString(g.Object, "status", "artifact", "revision")
+			handled, _, _ := unstructured.NestedString(g.Object, "status", "lastHandledReconcileAt")
+			if !strings.HasSuffix(rev, heads[g.GetName()]) || handled != asked[g.GetName()] {
 				behind++
 			}
 		}
