@@ -30,8 +30,8 @@ func TestDeployedConfig(t *testing.T) {
 	os.WriteFile(deployed, []byte(doc.Data["config.yaml"]), 0o644)
 	if c, err := config.Load(deployed); err != nil || c.Serve.Listen != "0.0.0.0:8080" {
 		t.Errorf("deploy/service/config.yaml: %v", err)
-	} else if c.Flux.Layout != generator.LayoutPerNamespace || c.Flux.Git.URL != c.Git.URL {
-		t.Errorf("deploy/service/config.yaml: layout %q fetching %q, want per-namespace fetching git.url", c.Flux.Layout, c.Flux.Git.URL)
+	} else if c.Flux.Layout != generator.LayoutBranchPerNamespace || c.Flux.Git.URL != c.Git.URL {
+		t.Errorf("deploy/service/config.yaml: layout %q fetching %q, want branch-per-namespace fetching git.url", c.Flux.Layout, c.Flux.Git.URL)
 	} else if _, err := sopsenc.New(sopsenc.Options{AgeRecipients: c.Sops.AgeRecipients, DigestKey: make([]byte, 32)}); err != nil {
 		t.Errorf("deploy/service/config.yaml sops.age_recipients: %v", err)
 	}
