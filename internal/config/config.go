@@ -7,6 +7,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
@@ -85,6 +87,10 @@ func Load(path string) (*File, error) {
 	// .git, .gitmodules and the like.
 	if err := gitrepo.ValidPath(cfg.Flux.Path); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, &v1alpha1.FieldError{Field: "flux.path", Message: err.Error()})
+	}
+	if cfg.Flux.Layout == generator.LayoutBranchPerNamespace && strings.HasPrefix(cmp.Or(cfg.Git.Branch, "main"), magnum.PublishedBranchPrefix) {
+		return nil, fmt.Errorf("config %s: %w", path, &v1alpha1.FieldError{Field: "git.branch",
+			Message: "must not start with " + magnum.PublishedBranchPrefix + " with flux.layout: " + generator.LayoutBranchPerNamespace + ": serve publishes the namespaces' branches there"})
 	}
 	for _, m := range cfg.ManagementClusters {
 		if err := gitrepo.ValidPath(m.Path); err != nil {

@@ -83,6 +83,11 @@ func TestLoad(t *testing.T) {
 	if _, err := Load(layout); err == nil || !strings.Contains(err.Error(), "flux.git.url") {
 		t.Errorf("per-namespace layout without a repository: %v", err)
 	}
+	// The branch-per-namespace layout publishes under magnum-gitops/: git.branch is not there.
+	os.WriteFile(layout, []byte("flux:\n  layout: branch-per-namespace\ngit:\n  url: https://git.example.org/c.git\n  branch: magnum-gitops/main\n"), 0o644)
+	if _, err := Load(layout); err == nil || !strings.Contains(err.Error(), "git.branch: must not start with magnum-gitops/") {
+		t.Errorf("branch-per-namespace layout publishing over git.branch: %v", err)
+	}
 }
 
 // TestLoadManagementClusters: a management cluster's kubeconfig_file is relative to the

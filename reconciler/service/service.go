@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,6 +95,8 @@ type Service struct {
 
 	// knownHealth is what Magnum was last told per cluster (uuid → report.Known).
 	knownHealth sync.Map
+	// leading is set while this replica runs the leader's loops.
+	leading atomic.Bool
 }
 
 // includes reports whether the revision Flux applied ("<branch>@sha1:<commit>") includes
@@ -378,11 +381,22 @@ func every(ctx context.Context, d time.Duration, f func(context.Context)) {
 
 // catchUp reads what the other replicas (and people) committed: this replica then knows
 // their clusters (GET, status, and as leader their deletes and health) and their event ids.
+// The leader then publishes what those commits changed in the branch-per-namespace layout
+// (a merged review reaches Flux within ReadyInterval, not at the next resync).
 func (s *Service) catchUp(ctx context.Context) {
-	if n, err := s.follower.CatchUp(ctx); err != nil {
+	n, err := s.follower.CatchUp(ctx)
+	if err != nil {
 		s.o.Log.Warn("git: reading new commits", "error", err)
-	} else if n > 0 {
-		s.o.Log.Debug("git: read new commits", "commits", n)
+		return
+	}
+	if n == 0 {
+		return
+	}
+	s.o.Log.Debug("git: read new commits", "commits", n)
+	if s.leading.Load() {
+		if err := s.o.Sink.Publish(ctx, s.o.Pipeline.Config); err != nil {
+			s.o.Log.Warn("git: publishing the namespaces' branches", "error", err)
+		}
 	}
 }
 
@@ -458,8 +472,10 @@ func (s *Service) lead(ctx context.Context) {
 		// What Magnum holds may have changed while another replica led.
 		s.knownHealth.Clear()
 		s.m.leader.Set(1)
+		s.leading.Store(true)
 		s.o.Log.Info("leading: running the delete, health and resync loops")
 		s.loops(lctx)
+		s.leading.Store(false)
 		s.m.leader.Set(0)
 		if s.o.Elect == nil {
 			return

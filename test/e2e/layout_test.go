@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,13 +161,29 @@ func TestE2EBranchPerNamespaceLayout(t *testing.T) {
 		return ok, fmt.Sprintf("GET /v1/clusters/ovn = %+v, want revision %s applied through %s", c, rev2, wantApplied)
 	})
 
-	// 4. Delete ovn, both phases, through its namespace's branch.
+	// 4. A merged review (a commit to main that serve did not make) reaches prod-a's branch
+	// once serve has read it, without a resync.
+	work := filepath.Join(t.TempDir(), "review")
+	h.git("", "clone", "-q", h.gitDir, work)
+	note := filepath.Join(fluxPath, a.namespace, "NOTES.md")
+	if err := os.WriteFile(filepath.Join(work, note), []byte("Reviewed by the operators.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.git(work, "add", note)
+	h.git(work, "-c", "user.name=Op", "-c", "user.email=op@example.org", "commit", "-q", "-m", "a merged review")
+	h.git(work, "push", "-q", "origin", "HEAD:main")
+	h.waitFor("serve to publish the merged review on "+branch, time.Minute, func() (bool, string) {
+		_, err := exec.Command("git", "--git-dir", h.gitDir, "rev-parse", "-q", "--verify", "refs/heads/"+branch+":"+note).Output()
+		return err == nil, branch + " lacks " + note
+	})
+
+	// 5. Delete ovn, both phases, through its namespace's branch.
 	del := deepCopy(ovn).(map[string]any)
 	del["id"], del["operation"] = "evt-e2e-branch-layout-ovn-delete", "delete_cluster"
 	delete(del, "secrets")
 	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
-	rev4 := h.commitEvent(writeEvent(t, t.TempDir(), "ovn-delete.yaml", del))
-	h.waitAppliedBy(ko, rev4, 3*time.Minute)
+	rev5 := h.commitEvent(writeEvent(t, t.TempDir(), "ovn-delete.yaml", del))
+	h.waitAppliedBy(ko, rev5, 3*time.Minute)
 	h.waitFor("ovn's Cluster being deleted", defaultWaitStep, h.clusterDeleting(o))
 	h.checkSecretsKept(o)
 	h.deleteSecondPhase(t, generator.LayoutBranchPerNamespace, o)

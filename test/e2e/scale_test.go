@@ -50,6 +50,9 @@ type scaleResult struct {
 	tick               time.Duration
 	tickCPU, tickMiB   float64
 	repoMiB, sourceRSS float64 // the packed repository; source-controller's peak RSS
+	// sample is the time from the commit that lets the sample's HelmReleases go
+	// (E2E_SCALE_CAPI) to the last of their clusters Available with every machine up.
+	sample time.Duration
 }
 
 // TestE2EScale (make e2e-scale; not in CI) measures the repository layouts at scale with
@@ -68,12 +71,16 @@ func TestE2EScale(t *testing.T) {
 	}
 	b := findBinaries(t)
 	n, projects, changes := envInt(t, "E2E_SCALE_CLUSTERS", 2000), envInt(t, "E2E_SCALE_PROJECTS", 100), envInt(t, "E2E_SCALE_CHANGES", 3)
+	sample := 0
+	if os.Getenv("E2E_SCALE_CAPI") != "" {
+		sample = min(envInt(t, "E2E_SCALE_CAPI", 3), projects, n)
+	}
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	tree := renderScaleTree(t, b, id, n, projects)
+	tree := renderScaleTree(t, b, id, n, projects, sample)
 	t.Logf("rendered %d clusters in %d namespaces in %s", n, projects, time.Since(start).Round(time.Second))
 
 	layouts := []string{generator.LayoutBranchPerNamespace, generator.LayoutPerNamespace, generator.LayoutSingle}
@@ -83,11 +90,18 @@ func TestE2EScale(t *testing.T) {
 	var results []scaleResult
 	for _, l := range layouts {
 		t.Run(l, func(t *testing.T) {
-			results = append(results, runScale(t, b, id, tree, l, projects, changes))
+			results = append(results, runScale(t, b, id, tree, l, projects, changes, sample))
 		})
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d clusters, %d namespaces, %d changes each (medians):\n", n, projects, changes)
+	defer func() {
+		for _, r := range results {
+			if sample > 0 {
+				t.Logf("%s: %d clusters of the %d let go in one commit, all Available through the real Cluster API controllers after %s", r.layout, sample, n, r.sample.Round(time.Second))
+			}
+		}
+	}()
 	fmt.Fprintf(&sb, "%-20s %6s %11s %16s %14s %16s %13s %13s | %12s %12s %12s | %9s %13s\n", "layout", "ks", "first sync", "push→changed",
 		"API requests", "kustomize CPU", "source CPU", "fetched", "tick", "tick CPU", "tick fetched", "repo", "source RSS")
 	for _, r := range results {
@@ -112,21 +126,28 @@ func envInt(t *testing.T, name string, def int) int {
 
 // renderScaleTree renders n clusters spread over the given number of projects with
 // `magnum-gitops render --out-dir` (SOPS for id) in the per-namespace layout, whose files
-// are the single layout's plus <path>/flux, and suspends their HelmReleases.
-func renderScaleTree(t *testing.T, b *binaries, id *age.X25519Identity, n, projects int) string {
+// are the single layout's plus <path>/flux, and suspends their HelmReleases. With a
+// sample, the clusters render with the post-renderers that put them on CAPD's in-memory
+// backend, and the first cluster of each of the first sample namespaces has one
+// control-plane machine, two workers and RSA CAs, as the Cluster API tests' clusters do.
+func renderScaleTree(t *testing.T, b *binaries, id *age.X25519Identity, n, projects, sample int) string {
 	t.Helper()
 	dir := t.TempDir()
 	digest := filepath.Join(dir, "digest.key")
 	if err := os.WriteFile(digest, []byte(randomToken()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	flux := map[string]any{"path": fluxPath, "layout": "per-namespace",
+		"git": map[string]any{"url": gitURLPlaceholder, "secret_ref": gitSecretName}}
+	if sample > 0 {
+		flux["post_renderers"] = capiPostRenderers(t, scaleCAPIStartup)
+	}
 	cfg, err := yaml.Marshal(map[string]any{
 		"magnum": map[string]any{"capi_helm": map[string]any{"helm_chart_repo": chartURLPlaceholder,
 			"default_helm_chart_version": "0.27.0"}},
 		"management_cluster": map[string]any{"capo_api_versions": []string{"v1beta1"}},
-		"flux": map[string]any{"path": fluxPath, "layout": "per-namespace",
-			"git": map[string]any{"url": gitURLPlaceholder, "secret_ref": gitSecretName}},
-		"sops": map[string]any{"age_recipients": []string{id.Recipient().String()}, "digest_key_file": digest},
+		"flux":               flux,
+		"sops":               map[string]any{"age_recipients": []string{id.Recipient().String()}, "digest_key_file": digest},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +177,9 @@ func renderScaleTree(t *testing.T, b *binaries, id *age.X25519Identity, n, proje
 				setPath(ev, fmt.Sprintf("%08x-0000-4000-8000-%012x", i+1, i+1), "cluster", "uuid")
 				setPath(ev, fmt.Sprintf("c%05d", i), "cluster", "name")
 				setPath(ev, fmt.Sprintf("c%05d-%012x", i, i+1), "cluster", "stack_id")
+				if i < sample {
+					ev = sampleCluster(t, ev)
+				}
 				data, err := yaml.Marshal(ev)
 				if err != nil {
 					errs[w] = err
@@ -221,6 +245,22 @@ func renderScaleTree(t *testing.T, b *binaries, id *age.X25519Identity, n, proje
 		t.Fatalf("%d HelmReleases rendered, want %d", releases, n)
 	}
 	return tree
+}
+
+// scaleCAPIStartup is how long each simulated machine of the sample takes to come up.
+const scaleCAPIStartup = 3 * time.Second
+
+// sampleCluster makes a scale cluster one that goes through the real Cluster API
+// controllers: one control-plane machine, two workers, RSA CAs (withMagnumCAs).
+func sampleCluster(t *testing.T, ev map[string]any) map[string]any {
+	ev = withMagnumCAs(t, ev)
+	setPath(ev, 1, "cluster", "master_count")
+	setPath(ev, 2, "cluster", "node_count")
+	for _, g := range ev["nodegroups"].([]any) {
+		ng := g.(map[string]any)
+		ng["node_count"] = map[string]any{"master": 1, "worker": 2}[ng["role"].(string)]
+	}
+	return ev
 }
 
 // renderBranchFlux renders, into dir/branch-flux, the Flux objects of the
@@ -316,7 +356,7 @@ func (h *harness) waitAllApplied(revision string, timeout time.Duration) time.Ti
 
 // runScale starts a harness with the pre-rendered tree in a layout, then changes one
 // cluster `changes` times, measuring each.
-func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree, name string, projects, changes int) scaleResult {
+func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree, name string, projects, changes, sample int) scaleResult {
 	want := 1
 	perNamespace := name != generator.LayoutSingle
 	if perNamespace {
@@ -327,6 +367,9 @@ func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree, name stri
 		h.ageIdentity, h.seedTree, h.noServe, h.seedTimeout = id, tree, true, 90*time.Minute
 		h.perNamespace, h.wantKustomizations = perNamespace, want
 		h.branchPerNamespace = name == generator.LayoutBranchPerNamespace
+		if sample > 0 {
+			h.clusterAPI, h.capiStartup = true, scaleCAPIStartup
+		}
 		// One build of every cluster takes longer than deploy/flux's 5m timeout here.
 		h.adjustRoot = func(k *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(k.Object, "60m", "spec", "timeout")
@@ -419,9 +462,59 @@ func runScale(t *testing.T, b *binaries, id *age.X25519Identity, tree, name stri
 	h.intervalTick(&res)
 	res.repoMiB = float64(dirBytes(h.gitDir)) / (1 << 20)
 	res.sourceRSS = h.peakRSSMiB("source-controller")
+	if sample > 0 {
+		res.sample = h.letSampleGo(t, work, tree, sample)
+	}
 	t.Logf("%s: one interval of every GitRepository after a commit: %s, source-controller %.1fs CPU, %.1f MiB fetched (repository %.1f MiB packed; source-controller peak RSS %.0f MiB)",
 		name, res.tick.Round(time.Millisecond), res.tickCPU, res.tickMiB, res.repoMiB, res.sourceRSS)
 	return res
+}
+
+// letSampleGo commits, in one commit, the sample's HelmReleases without suspend (the
+// first cluster of each of the first sample namespaces, as renderScaleTree made them),
+// asks the namespaces' GitRepositories (or the root) to fetch as serve would, and waits
+// until each cluster is Available with every machine up through the real Cluster API
+// controllers. It returns how long that took.
+func (h *harness) letSampleGo(t *testing.T, work, tree string, sample int) time.Duration {
+	t.Helper()
+	files := map[string][]byte{}
+	type member struct{ ns, release string }
+	var members []member
+	for i := range sample {
+		ns, release := "magnum-"+fmt.Sprintf("%032x", i+1), fmt.Sprintf("c%05d-%012x", i, i+1)
+		rel := filepath.ToSlash(filepath.Join(fluxPath, ns, release, "helmrelease.yaml"))
+		data, err := os.ReadFile(filepath.Join(work, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(data, []byte("\n  suspend: true\n")) {
+			t.Fatalf("%s is not suspended", rel)
+		}
+		files[rel] = bytes.Replace(data, []byte("\n  suspend: true\n"), []byte("\n"), 1)
+		members = append(members, member{ns, release})
+	}
+	start := time.Now()
+	if h.branchPerNamespace {
+		if _, err := h.publisher().Apply(h.ctx, gitrepo.Change{Subject: "let the sample go", Files: files}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		for rel, data := range files {
+			if err := os.WriteFile(filepath.Join(work, rel), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.git(work, "commit", "-q", "-am", "let the sample go")
+		h.git(work, "push", "-q", "origin", "HEAD:main")
+	}
+	for _, m := range members {
+		h.reconcileNow(gvkGitRepository, h.fluxFor(m.ns))
+	}
+	for _, m := range members {
+		h.waitFor(fmt.Sprintf("sample cluster %s/%s Available", m.ns, m.release), 30*time.Minute,
+			h.capiSettled(m.ns, m.release, 1, map[string]int64{"default-worker": 2}))
+	}
+	return time.Since(start)
 }
 
 // intervalTick asks every GitRepository to reconcile, as each does at flux.interval, once
