@@ -43,8 +43,8 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next 
 		if err != nil {
 			return classify(err)
 		}
-		for name, r := range all {
-			refs[name] = r.Hash()
+		for name, at := range all {
+			refs[name] = at.Hash()
 		}
 		if prev != next && refs[ref] != prev {
 			return errStale
