@@ -24,31 +24,13 @@ import (
 // must be: each head is a function of its content, so there is nothing to overwrite.
 // Callers hold mu, not st.
 func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next plumbing.Hash, pack []byte, pubs []publication) error {
-	cl, err := client.NewClient(r.ep)
+	sess, adv, refs, err := r.receivePack(ctx)
 	if err != nil {
-		return classify(err)
-	}
-	sess, err := cl.NewReceivePackSession(r.ep, r.auth)
-	if err != nil {
-		return classify(err)
+		return err
 	}
 	defer sess.Close()
-	adv, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return classify(err)
-	}
-	refs := map[plumbing.ReferenceName]plumbing.Hash{}
-	if adv != nil {
-		all, err := adv.AllReferences()
-		if err != nil {
-			return classify(err)
-		}
-		for name, at := range all {
-			refs[name] = at.Hash()
-		}
-		if prev != next && refs[ref] != prev {
-			return errStale
-		}
+	if adv != nil && prev != next && refs[ref] != prev {
+		return errStale
 	}
 	var cmds []*packp.Command
 	if prev != next {
@@ -82,9 +64,46 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, prev, next 
 	report, err := sess.ReceivePack(ctx, req)
 	if report != nil {
 		// go-git also returns the report's first failure as err; the report says more.
-		return checkReport(report, remote.String())
+		err = checkReport(report, remote.String())
+	} else {
+		err = classify(err)
 	}
-	return classify(err)
+	if err == nil {
+		r.notePublished(nil, cmds)
+	}
+	return err
+}
+
+// receivePack opens a receive-pack session and reads the remote's refs (adv is nil for an
+// empty repository); it records the published branches' heads among them. Callers hold mu
+// and close the session.
+func (r *Repo) receivePack(ctx context.Context) (transport.ReceivePackSession, *packp.AdvRefs, map[plumbing.ReferenceName]plumbing.Hash, error) {
+	cl, err := client.NewClient(r.ep)
+	if err != nil {
+		return nil, nil, nil, classify(err)
+	}
+	sess, err := cl.NewReceivePackSession(r.ep, r.auth)
+	if err != nil {
+		return nil, nil, nil, classify(err)
+	}
+	adv, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		sess.Close()
+		return nil, nil, nil, classify(err)
+	}
+	refs := map[plumbing.ReferenceName]plumbing.Hash{}
+	if adv != nil {
+		all, err := adv.AllReferences()
+		if err != nil {
+			sess.Close()
+			return nil, nil, nil, classify(err)
+		}
+		for name, at := range all {
+			refs[name] = at.Hash()
+		}
+	}
+	r.notePublished(refs, nil)
+	return sess, adv, refs, nil
 }
 
 // checkReport reads receive-pack's report-status. A ref that moved under us (the update's

@@ -38,6 +38,9 @@ type Repo struct {
 	// damaged is set (under st) by a reader that found the local clone unreadable; the
 	// next writer discards the clone and fetches it again.
 	damaged error
+	// published is what the remote's published branches (Split) held at the last push,
+	// as far as it saw them (under mu): a part already there is not built again.
+	published map[plumbing.ReferenceName]plumbing.Hash
 }
 
 // Open clones the remote branch (or reuses and fetches the clone in Options.CacheDir,

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 )
 
 // Split publishes parts of Options.Branch on branches of their own, each holding only its
@@ -201,12 +202,52 @@ func (b *Batch) publications() ([]publication, error) {
 	}
 	tb := &treeBuilder{s: b.r.store}
 	var pubs []publication
-	err := b.r.locked(func() (err error) { pubs, err = b.r.publish(tb, b.tip, parts); return err })
+	err := b.r.locked(func() error {
+		// Hashes first: a part the remote holds already costs no object and no command.
+		heads, err := b.r.publish(nil, b.tip, parts)
+		if err != nil {
+			return err
+		}
+		var behind []string
+		for i, p := range heads {
+			if at, ok := b.r.published[p.ref]; !ok || at != p.commit {
+				behind = append(behind, parts[i])
+			}
+		}
+		pubs, err = b.r.publish(tb, b.tip, behind)
+		return err
+	})
 	if err != nil {
 		return nil, &localError{err}
 	}
 	b.pk.add(tb.created)
 	return pubs, nil
+}
+
+// notePublished records the published branches' heads the remote advertised (refs), or
+// those a push just set (cmds). Callers hold mu.
+func (r *Repo) notePublished(refs map[plumbing.ReferenceName]plumbing.Hash, cmds []*packp.Command) {
+	s := r.opts.Split
+	if s == nil {
+		return
+	}
+	if r.published == nil {
+		r.published = map[plumbing.ReferenceName]plumbing.Hash{}
+	}
+	prefix := plumbing.NewBranchReferenceName(s.Prefix).String()
+	if refs != nil {
+		clear(r.published)
+		for name, h := range refs {
+			if strings.HasPrefix(name.String(), prefix) {
+				r.published[name] = h
+			}
+		}
+	}
+	for _, c := range cmds {
+		if strings.HasPrefix(c.Name.String(), prefix) {
+			r.published[c.Name] = c.New
+		}
+	}
 }
 
 // Publish brings the branches that publish the parts holding paths (Options.Split) to
@@ -222,6 +263,12 @@ func (r *Repo) Publish(ctx context.Context, paths ...string) error {
 		return err
 	}
 	defer b.Close()
+	// What the remote holds now, not at the last push: someone may have moved a branch.
+	sess, _, _, err := r.receivePack(ctx)
+	if err != nil {
+		return err
+	}
+	sess.Close()
 	b.republish = paths
 	_, err = b.Push(ctx)
 	return err

@@ -194,6 +194,16 @@ func TestSplitPublishRepairs(t *testing.T) {
 	if n := s.pushes.Load() - pushes; n != 1 {
 		t.Errorf("%d pushes, want 1: the second Publish found the part current", n)
 	}
+
+	// A published branch deleted behind serve's back comes back, though the last push
+	// saw it current.
+	git(t, bare, "update-ref", "-d", "refs/heads/published/clusters/magnum-p1")
+	if err := r.Publish(ctx, "clusters/magnum-p1/a/helmrelease.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if got := refs(t, bare)["published/clusters/magnum-p1"]; got != after {
+		t.Errorf("after a delete, Publish left the branch at %q, want %s", got, after)
+	}
 	checkRepo(t, bare)
 }
 
