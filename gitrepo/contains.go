@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -102,4 +103,64 @@ func (r *Repo) Contains(head, commit string) (bool, error) {
 		return nil
 	})
 	return found, err
+}
+
+// ContainsIn is Contains for a head of branch: Options.Branch, or a branch that publishes
+// a part (Split). A published head includes commit when a commit of Options.Branch from
+// commit on publishes it: the part holds what that commit holds, which includes commit.
+// Flux usually follows closely, so the remote head is tried first; otherwise the
+// first-parent chain back to commit (bounded as Contains bounds its walk).
+func (r *Repo) ContainsIn(branch, head, commit string) (bool, error) {
+	s := r.opts.Split
+	if s == nil || !strings.HasPrefix(branch, s.Prefix) {
+		return r.Contains(head, commit)
+	}
+	if !plumbing.IsHash(head) || !plumbing.IsHash(commit) {
+		return false, nil
+	}
+	part := strings.TrimPrefix(branch, s.Prefix)
+	h, c := plumbing.NewHash(head), plumbing.NewHash(commit)
+	var tip plumbing.Hash
+	var published bool
+	err := r.locked(func() error {
+		target, err := object.GetCommit(r.store, c)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if tip, err = r.head(r.opts.Branch); err != nil {
+			return err
+		}
+		oldest := target.Committer.When.Add(-clockSkew)
+		for id := tip; ; {
+			pubs, err := r.publish(nil, id, []string{part})
+			if err != nil {
+				return err
+			}
+			if pubs[0].commit == h {
+				tip, published = id, true
+				return nil
+			}
+			if id == c {
+				return nil
+			}
+			cm, err := object.GetCommit(r.store, id)
+			if errors.Is(err, plumbing.ErrObjectNotFound) {
+				return nil // beyond a shallow clone's history
+			}
+			if err != nil {
+				return err
+			}
+			if len(cm.ParentHashes) == 0 || cm.Committer.When.Before(oldest) {
+				return nil
+			}
+			id = cm.ParentHashes[0]
+		}
+	})
+	if err != nil || !published {
+		return false, err
+	}
+	return r.Contains(tip.String(), commit)
 }
