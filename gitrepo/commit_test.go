@@ -18,16 +18,7 @@ import (
 // installed, with git verify-commit.
 func TestSignedCommits(t *testing.T) {
 	t.Parallel()
-	key, err := openpgp.NewEntity("magnum-gitops", "test", "magnum-gitops@example.org", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pub bytes.Buffer
-	w, _ := armor.Encode(&pub, openpgp.PublicKeyType, nil)
-	if err := key.Serialize(w); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	key, pub := signingKey(t)
 
 	s := newGitServer(t)
 	o := testOptions(s.newRepo("signed", true))
@@ -45,12 +36,12 @@ func TestSignedCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Verify(pub.String()); err != nil {
+	if _, err := c.Verify(pub); err != nil {
 		t.Errorf("go-git cannot verify the signature: %v", err)
 	}
 	other, _ := openpgp.NewEntity("other", "", "other@example.org", nil)
 	var otherPub bytes.Buffer
-	w, _ = armor.Encode(&otherPub, openpgp.PublicKeyType, nil)
+	w, _ := armor.Encode(&otherPub, openpgp.PublicKeyType, nil)
 	other.Serialize(w)
 	w.Close()
 	if _, err := c.Verify(otherPub.String()); err == nil {
@@ -65,7 +56,7 @@ func TestSignedCommits(t *testing.T) {
 	os.Chmod(home, 0o700)
 	imp := exec.Command("gpg", "--batch", "--import")
 	imp.Env = append(os.Environ(), "GNUPGHOME="+home)
-	imp.Stdin = &pub
+	imp.Stdin = strings.NewReader(pub)
 	if out, err := imp.CombinedOutput(); err != nil {
 		t.Fatalf("gpg --import: %v\n%s", err, out)
 	}
@@ -76,4 +67,20 @@ func TestSignedCommits(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "Good signature") {
 		t.Errorf("git verify-commit: %v\n%s", err, out)
 	}
+}
+
+// signingKey is a new OpenPGP key and its public key, armored.
+func signingKey(t *testing.T) (*openpgp.Entity, string) {
+	t.Helper()
+	key, err := openpgp.NewEntity("magnum-gitops", "test", "magnum-gitops@example.org", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pub bytes.Buffer
+	w, _ := armor.Encode(&pub, openpgp.PublicKeyType, nil)
+	if err := key.Serialize(w); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	return key, pub.String()
 }

@@ -36,19 +36,13 @@ func (r *Repo) Contains(head, commit string) (bool, error) {
 	h, c := plumbing.NewHash(head), plumbing.NewHash(commit)
 	var found bool
 	err := r.locked(func() error {
-		target, err := object.GetCommit(r.store, c)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return nil
-		}
-		if err != nil {
+		target, err := r.heldCommit(c)
+		if target == nil {
 			return err
 		}
-		tip, err := object.GetCommit(r.store, h)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return nil // not fetched yet
-		}
-		if err != nil {
-			return err
+		tip, err := r.heldCommit(h)
+		if tip == nil {
+			return err // nil when not fetched yet
 		}
 		if tip.Committer.When.After(target.Committer.When.Add(clockSkew)) {
 			found = true
@@ -88,12 +82,12 @@ func (r *Repo) Contains(head, commit string) (bool, error) {
 				found = true
 				return nil
 			}
-			cm, err := object.GetCommit(r.store, id)
-			if errors.Is(err, plumbing.ErrObjectNotFound) {
-				continue // not fetched (or beyond a shallow boundary)
-			}
+			cm, err := r.heldCommit(id)
 			if err != nil {
 				return err
+			}
+			if cm == nil {
+				continue // not fetched (or beyond a shallow boundary)
 			}
 			if cm.Committer.When.Before(oldest) {
 				continue
@@ -123,11 +117,8 @@ func (r *Repo) ContainsIn(branch, head, commit string) (bool, error) {
 	var tip plumbing.Hash
 	var published bool
 	err := r.locked(func() error {
-		target, err := object.GetCommit(r.store, c)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return nil
-		}
-		if err != nil {
+		target, err := r.heldCommit(c)
+		if target == nil {
 			return err
 		}
 		if tip, err = r.head(r.opts.Branch); err != nil {
@@ -146,12 +137,9 @@ func (r *Repo) ContainsIn(branch, head, commit string) (bool, error) {
 			if id == c {
 				return nil
 			}
-			cm, err := object.GetCommit(r.store, id)
-			if errors.Is(err, plumbing.ErrObjectNotFound) {
-				return nil // beyond a shallow clone's history
-			}
-			if err != nil {
-				return err
+			cm, err := r.heldCommit(id)
+			if cm == nil {
+				return err // nil beyond a shallow clone's history
 			}
 			if len(cm.ParentHashes) == 0 || cm.Committer.When.Before(oldest) {
 				return nil
@@ -163,4 +151,14 @@ func (r *Repo) ContainsIn(branch, head, commit string) (bool, error) {
 		return false, err
 	}
 	return r.Contains(tip.String(), commit)
+}
+
+// heldCommit reads a commit of the local store: nil, and no error, when the store does not
+// hold it. Callers hold st.
+func (r *Repo) heldCommit(h plumbing.Hash) (*object.Commit, error) {
+	c, err := object.GetCommit(r.store, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, nil
+	}
+	return c, err
 }

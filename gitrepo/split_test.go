@@ -1,7 +1,6 @@
 package gitrepo_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	git5 "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -41,6 +39,16 @@ func testSplit() *gitrepo.Split {
 	}
 }
 
+// splitRepo is a remote with a Repo pushing to it with testSplit (signed with key, when
+// set): the Git server, the bare repository and the Repo.
+func splitRepo(t *testing.T, key *openpgp.Entity) (*gitServer, string, *gitrepo.Repo) {
+	t.Helper()
+	s := newGitServer(t)
+	o := testOptions(s.newRepo("clusters", true))
+	o.Split, o.SigningKey = testSplit(), key
+	return s, s.dir("clusters"), open(t, o)
+}
+
 // refs lists the remote's branches under published/ with their heads.
 func refs(t *testing.T, bare string) map[string]string {
 	t.Helper()
@@ -56,12 +64,7 @@ func refs(t *testing.T, bare string) map[string]string {
 func TestSplitPublishes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newGitServer(t)
-	url := s.newRepo("clusters", true)
-	bare := s.dir("clusters")
-	o := testOptions(url)
-	o.Split = testSplit()
-	r := open(t, o)
+	s, bare, r := splitRepo(t, nil)
 
 	first, err := r.Apply(ctx, change("two namespaces", map[string]string{
 		"clusters/flux/kustomization-magnum-p1.yaml":   "kind: Kustomization\n",
@@ -154,12 +157,7 @@ func TestSplitPublishes(t *testing.T) {
 func TestSplitPublishRepairs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newGitServer(t)
-	url := s.newRepo("clusters", true)
-	bare := s.dir("clusters")
-	o := testOptions(url)
-	o.Split = testSplit()
-	r := open(t, o)
+	s, bare, r := splitRepo(t, nil)
 	if _, err := r.Apply(ctx, change("a", map[string]string{"clusters/magnum-p1/a/helmrelease.yaml": "name: a\n"})); err != nil {
 		t.Fatal(err)
 	}
@@ -234,25 +232,13 @@ func TestSplitValidated(t *testing.T) {
 func TestSplitSigned(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	key, err := openpgp.NewEntity("magnum-gitops", "test", "magnum-gitops@example.org", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pub bytes.Buffer
-	w, _ := armor.Encode(&pub, openpgp.PublicKeyType, nil)
-	if err := key.Serialize(w); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	s := newGitServer(t)
-	o := testOptions(s.newRepo("signed", true))
-	o.SigningKey, o.Split = key, testSplit()
-	r := open(t, o)
+	key, pub := signingKey(t)
+	s, bare, r := splitRepo(t, key)
 	if _, err := r.Apply(ctx, change("a", map[string]string{"clusters/magnum-p1/a/helmrelease.yaml": "name: a\n"})); err != nil {
 		t.Fatal(err)
 	}
-	head := refs(t, s.dir("signed"))["published/clusters/magnum-p1"]
-	repo, err := git5.PlainOpen(s.dir("signed"))
+	head := refs(t, bare)["published/clusters/magnum-p1"]
+	repo, err := git5.PlainOpen(bare)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,14 +246,14 @@ func TestSplitSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Verify(pub.String()); err != nil {
+	if _, err := c.Verify(pub); err != nil {
 		t.Errorf("go-git cannot verify the published commit: %v", err)
 	}
 	pushes := s.pushes.Load()
 	if err := r.Publish(ctx, "clusters/magnum-p1/a/helmrelease.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	if s.pushes.Load() != pushes || refs(t, s.dir("signed"))["published/clusters/magnum-p1"] != head {
+	if s.pushes.Load() != pushes || refs(t, bare)["published/clusters/magnum-p1"] != head {
 		t.Error("publishing the same content again made another commit")
 	}
 }
