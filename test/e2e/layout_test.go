@@ -59,14 +59,7 @@ func TestE2EPerNamespaceLayout(t *testing.T) {
 	rootAsked := h.requestedAt(sourceName)
 
 	// 3. Resize prod-a: one namespace's directory changes; the root is not asked.
-	a.helmRevision = 2
-	a.workers = map[string]workerWant{"default-worker": {5, "m1.medium"}}
-	t3 := time.Now()
-	rev3 := h.commitEvent(filepath.Join(events, "02-prod-a-resize-workers.yaml"))
-	h.waitAppliedBy(ka, rev3, 3*time.Minute)
-	h.checkReconcileRequestOf(ka, t3)
-	h.waitFor("prod-a's HelmRelease Ready after the resize", defaultWaitStep, h.releaseReady(a))
-	h.checkCluster(a)
+	rev3 := h.resizeProdA(&a, ka)
 	if got := h.requestedAt(sourceName); got != rootAsked {
 		t.Errorf("serve asked the root GitRepository to fetch (%s) for a change inside one project", got)
 	}
@@ -143,14 +136,7 @@ func TestE2EBranchPerNamespaceLayout(t *testing.T) {
 
 	// 3. Resize prod-a: its branch moves, ovn's does not; serve counts ovn's commit applied
 	// through the head ovn's Kustomization applied, though main has moved past it.
-	a.helmRevision = 2
-	a.workers = map[string]workerWant{"default-worker": {5, "m1.medium"}}
-	t3 := time.Now()
-	rev3 := h.commitEvent(filepath.Join(events, "02-prod-a-resize-workers.yaml"))
-	h.waitAppliedBy(ka, rev3, 3*time.Minute)
-	h.checkReconcileRequestOf(ka, t3)
-	h.waitFor("prod-a's HelmRelease Ready after the resize", defaultWaitStep, h.releaseReady(a))
-	h.checkCluster(a)
+	h.resizeProdA(&a, ka)
 	if h.publishedHead(a.namespace) == pa || h.publishedHead(o.namespace) != po {
 		t.Errorf("after prod-a's resize: %s moved %v, ovn's branch moved %v", branch, h.publishedHead(a.namespace) != pa, h.publishedHead(o.namespace) != po)
 	}
@@ -188,6 +174,22 @@ func TestE2EBranchPerNamespaceLayout(t *testing.T) {
 	h.checkSecretsKept(o)
 	h.deleteSecondPhase(t, generator.LayoutBranchPerNamespace, o)
 	h.checkCluster(a)
+}
+
+// resizeProdA resizes prod-a's workers to 5 (02-prod-a-resize-workers.yaml) and waits for
+// the Kustomization ka to apply it (asked by serve) and for the upgraded release; it
+// returns the commit.
+func (h *harness) resizeProdA(a *clusterWant, ka string) string {
+	h.t.Helper()
+	a.helmRevision = 2
+	a.workers = map[string]workerWant{"default-worker": {5, "m1.medium"}}
+	pushed := time.Now()
+	rev := h.commitEvent(filepath.Join(testenv.RepoRoot(), "fixtures", "events", "02-prod-a-resize-workers.yaml"))
+	h.waitAppliedBy(ka, rev, 3*time.Minute)
+	h.checkReconcileRequestOf(ka, pushed)
+	h.waitFor("prod-a's HelmRelease Ready after the resize", defaultWaitStep, h.releaseReady(*a))
+	h.checkCluster(*a)
+	return rev
 }
 
 // sparseTo reports whether a GitRepository checks out exactly dir ("" for: it has no
