@@ -79,15 +79,7 @@ func TestE2EPerNamespaceLayout(t *testing.T) {
 	})
 
 	// 5. Delete ovn, both phases, through its namespace's Kustomization.
-	del := deepCopy(ovn).(map[string]any)
-	del["id"], del["operation"] = "evt-e2e-layout-ovn-delete", "delete_cluster"
-	delete(del, "secrets")
-	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
-	rev5 := h.commitEvent(writeEvent(t, t.TempDir(), "ovn-delete.yaml", del))
-	h.waitAppliedBy(ko, rev5, 3*time.Minute)
-	h.waitFor("ovn's Cluster being deleted", defaultWaitStep, h.clusterDeleting(o))
-	h.checkSecretsKept(o)
-	h.deleteSecondPhase(t, "per-namespace", o)
+	h.deleteBothPhases(t, generator.LayoutPerNamespace, ovn, o, ko)
 	h.checkCluster(a)
 }
 
@@ -164,16 +156,24 @@ func TestE2EBranchPerNamespaceLayout(t *testing.T) {
 	})
 
 	// 5. Delete ovn, both phases, through its namespace's branch.
-	del := deepCopy(ovn).(map[string]any)
-	del["id"], del["operation"] = "evt-e2e-branch-layout-ovn-delete", "delete_cluster"
+	h.deleteBothPhases(t, generator.LayoutBranchPerNamespace, ovn, o, ko)
+	h.checkCluster(a)
+}
+
+// deleteBothPhases deletes the cluster of event ev (want w) through the Kustomization k
+// that applies its namespace: phase one keeps its Secrets while CAPI holds the Cluster,
+// phase two (deleteSecondPhase) removes them.
+func (h *harness) deleteBothPhases(t *testing.T, layout string, ev map[string]any, w clusterWant, k string) {
+	t.Helper()
+	del := deepCopy(ev).(map[string]any)
+	del["id"], del["operation"] = "evt-e2e-"+layout+"-delete", "delete_cluster"
 	delete(del, "secrets")
 	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
-	rev5 := h.commitEvent(writeEvent(t, t.TempDir(), "ovn-delete.yaml", del))
-	h.waitAppliedBy(ko, rev5, 3*time.Minute)
-	h.waitFor("ovn's Cluster being deleted", defaultWaitStep, h.clusterDeleting(o))
-	h.checkSecretsKept(o)
-	h.deleteSecondPhase(t, generator.LayoutBranchPerNamespace, o)
-	h.checkCluster(a)
+	rev := h.commitEvent(writeEvent(t, t.TempDir(), "delete.yaml", del))
+	h.waitAppliedBy(k, rev, 3*time.Minute)
+	h.waitFor("the Cluster being deleted", defaultWaitStep, h.clusterDeleting(w))
+	h.checkSecretsKept(w)
+	h.deleteSecondPhase(t, layout, w)
 }
 
 // resizeProdA resizes prod-a's workers to 5 (02-prod-a-resize-workers.yaml) and waits for
