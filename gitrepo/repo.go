@@ -41,6 +41,8 @@ type Repo struct {
 	// published is what the remote's published branches (Split) held at the last push,
 	// as far as it saw them (under mu): a part already there is not built again.
 	published map[plumbing.ReferenceName]plumbing.Hash
+	// publishedIDs remembers published commits' ids by tree and part (under st).
+	publishedIDs map[publishedKey]plumbing.Hash
 }
 
 // Open clones the remote branch (or reuses and fetches the clone in Options.CacheDir,

@@ -143,20 +143,26 @@ func (w *publisher) tree(held map[string]plumbing.Hash) (plumbing.Hash, error) {
 }
 
 // commit is the published commit of tree: no parent, fixed dates, the author's name, and
-// signed when commits are, the signature dated when the key and its subkeys were made
-// (the earliest date they are all valid at): a signature with a fixed date is as stable as the key's algorithm
-// (Ed25519 and RSA sign the same content the same way).
+// signed when commits are. The signature is dated when the key and its subkeys were made
+// (the earliest date they are all valid at), so it is as stable as the key's algorithm
+// (Ed25519 and RSA sign the same content the same way). Its id is remembered by tree and
+// part: ContainsIn hashes the part at each commit it walks, and a signature costs
+// milliseconds.
 func (w *publisher) commit(tree plumbing.Hash, part string) (plumbing.Hash, error) {
 	r := w.r
+	key := publishedKey{tree, part}
+	if id, ok := r.publishedIDs[key]; ok && w.tb == nil {
+		return id, nil
+	}
 	sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: publishedAt}
 	c := &object.Commit{Author: sig, Committer: sig, TreeHash: tree,
 		Message: fmt.Sprintf("Publish %s of %s\n", part, r.opts.Branch)}
 	var signedAt func() time.Time
-	if key := r.opts.SigningKey; key != nil {
-		made := key.PrimaryKey.CreationTime
-		for _, k := range key.Subkeys {
-			if k.PublicKey.CreationTime.After(made) {
-				made = k.PublicKey.CreationTime
+	if k := r.opts.SigningKey; k != nil {
+		made := k.PrimaryKey.CreationTime
+		for _, sub := range k.Subkeys {
+			if sub.PublicKey.CreationTime.After(made) {
+				made = sub.PublicKey.CreationTime
 			}
 		}
 		signedAt = func() time.Time { return made }
@@ -165,8 +171,24 @@ func (w *publisher) commit(tree plumbing.Hash, part string) (plumbing.Hash, erro
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return w.put(plumbing.CommitObject, data)
+	id, err := w.put(plumbing.CommitObject, data)
+	if err == nil {
+		if len(r.publishedIDs) >= maxPublishedIDs || r.publishedIDs == nil {
+			r.publishedIDs = map[publishedKey]plumbing.Hash{}
+		}
+		r.publishedIDs[key] = id
+	}
+	return id, err
 }
+
+// publishedKey is what a published commit's id depends on, besides the Repo's options.
+type publishedKey struct {
+	tree plumbing.Hash
+	part string
+}
+
+// maxPublishedIDs bounds Repo.publishedIDs: one entry per part and content seen lately.
+const maxPublishedIDs = 4096
 
 // put stores an object for the push, or only hashes it.
 func (w *publisher) put(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
