@@ -46,7 +46,8 @@ func splitRepo(t *testing.T, key *openpgp.Entity) (*gitServer, string, *gitrepo.
 	s := newGitServer(t)
 	o := testOptions(s.newRepo("clusters", true))
 	o.Split, o.SigningKey = testSplit(), key
-	return s, s.dir("clusters"), open(t, o)
+	r := open(t, o)
+	return s, s.dir("clusters"), r
 }
 
 // refs lists the remote's branches under published/ with their heads.
