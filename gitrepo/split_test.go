@@ -46,8 +46,8 @@ func splitRepo(t *testing.T, key *openpgp.Entity) (*gitServer, string, *gitrepo.
 	s := newGitServer(t)
 	o := testOptions(s.newRepo("clusters", true))
 	o.Split, o.SigningKey = testSplit(), key
-	r := open(t, o)
-	return s, s.dir("clusters"), r
+	bare := s.dir("clusters")
+	return s, bare, open(t, o)
 }
 
 // refs lists the remote's branches under published/ with their heads.
