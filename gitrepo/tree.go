@@ -322,6 +322,9 @@ func readPath(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (data 
 		// Absent, or not a file (a directory, a submodule).
 		return nil, false, err
 	}
+	if b, ok := blobs.get(e.Hash); ok {
+		return bytes.Clone(b), true, nil
+	}
 	blob, err := object.GetBlob(s, e.Hash)
 	if err != nil {
 		return nil, false, err
@@ -335,7 +338,8 @@ func readPath(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (data 
 	if _, err := io.Copy(buf, r); err != nil {
 		return nil, false, err
 	}
-	return buf.Bytes(), true, nil
+	blobs.put(e.Hash, buf.Bytes())
+	return bytes.Clone(buf.Bytes()), true, nil
 }
 
 // blobHash returns the hash of path in tree (ZeroHash when absent), reading only the trees
