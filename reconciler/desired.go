@@ -10,12 +10,12 @@ import (
 
 // operation is one Magnum operation waiting for Git: the event an event source handed over,
 // and its client, who is answered with the commit that carries it. A resync is an operation
-// too: the cluster's record rendered again (resync set, ev the record's event), answered to
-// the resync.
+// too: the cluster's record, to be rendered again (resync set, ev the record's event),
+// answered to the resync.
 type operation struct {
 	ctx    context.Context
 	ev     *v1alpha1.ClusterEvent
-	resync *Plan
+	resync *ResyncRecord
 	digest string
 	// at stamps the record (Now, which a test may fix); arrived times the answer.
 	at      time.Time

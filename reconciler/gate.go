@@ -25,12 +25,14 @@ const jsonSize = 1 << 12
 // 10,000 clusters a resync is sized for, some 2 MB.
 const settledSize = 1 << 15
 
-// Gate decides that an object is unchanged by a digest of the object instead of by
-// serialising it: most plans (every cluster of a resync, every group of a scale event)
-// write objects the repository already holds, and serialising them was most of a plan's
-// time. It remembers, for the SHA-256 of an object's JSON, the SHA-256 of the file the
-// object became; when the file a tree holds at the object's path has that hash, the plan
-// takes the tree's bytes as they are. Only what changed is serialised.
+// Gate lets Plan, which alone decides what changed, compare an object with the tree by a
+// digest instead of by serialising it: most plans (every cluster of a resync, every group
+// of a scale event) write objects the repository already holds, and serialising them was
+// most of a plan's time. It remembers, for the SHA-256 of an object's JSON, the SHA-256 of
+// the file the object became; when the file a tree holds at the object's path has that
+// hash, the plan takes the tree's bytes as they are, and finds them equal. Only what
+// changed is serialised. Its settled directories are Plan's own answers too: a directory
+// whose plan changed nothing, kept with everything that answer read.
 //
 // A Gate is safe for concurrent plans; the zero value is ready and a nil *Gate gates
 // nothing (a one-shot command has nothing to remember).

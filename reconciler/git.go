@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"text/template"
 	"time"
@@ -88,6 +87,9 @@ func (s *GitSink) plan(p *Pipeline, ev *v1alpha1.ClusterEvent, res *generator.Re
 			return gitrepo.Change{}, err
 		}
 		out.Plan = pl
+		if pl.NoOp() {
+			return gitrepo.Change{}, errNothingToDo // Plan decides "unchanged", on base
+		}
 		c := pl.Commit
 		if branch != "" {
 			c.Branch, c.Review = branch, true
@@ -126,28 +128,20 @@ func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (strin
 	return b.String(), nil
 }
 
-// resyncPlan plans a resync against a tree: only while the tree still holds the record
-// the resync rendered, since an event committed since (here or by another replica) is
-// newer, and committing the old record would undo it.
-func (s *GitSink) resyncPlan(p *Pipeline, pl *Plan, out *Written) planFunc {
-	res, ev, rp, planned := pl.Result, pl.Event, recordPath(pl.Result), pl.record
+// resyncPlan plans a cluster's resync against a tree (PlanResync): the head, and the new
+// head again when the head moved under it.
+func (s *GitSink) resyncPlan(ctx context.Context, p *Pipeline, rec *ResyncRecord, out *Written) planFunc {
 	return func(base gitrepo.Tree) (gitrepo.Change, error) {
-		cur, ok, err := base.ReadFile(rp)
-		if err != nil {
-			return gitrepo.Change{}, stepError("read", err)
-		}
-		if !ok || !bytes.Equal(cur, planned) {
-			return gitrepo.Change{}, errNothingToDo
-		}
-		fresh, err := p.Plan(ev, res, base)
-		if errors.Is(err, ErrUpgradeInProgress) {
-			return gitrepo.Change{}, errNothingToDo
-		}
+		t0 := time.Now()
+		pl, err := p.PlanResync(ctx, rec, base)
+		out.Timings.Render += time.Since(t0)
 		if err != nil {
 			return gitrepo.Change{}, err
 		}
-		asResync(fresh)
-		out.Plan = fresh
-		return fresh.Commit, nil
+		if pl == nil {
+			return gitrepo.Change{}, errNothingToDo
+		}
+		out.Plan = pl
+		return pl.Commit, nil
 	}
 }

@@ -21,6 +21,37 @@ import (
 // conflict.
 var ErrIdempotencyConflict = errors.New("event id already used for a different event")
 
+// This file holds the one rule for event ids: an id names one event body (its Digest);
+// the first commit that carried it answers every retry of it, with no second commit; the
+// same id with another body is ErrIdempotencyConflict. The rule is applied to what is
+// known of Git where it is known, each a view of the same trailers and records:
+//   - replayed, in a reconcile's prologue: the Ledger (the answers of this process and the
+//     trailers of the history it read) and the ids of the operations reconciled with it;
+//   - checkReusedID, in the plan, on the tree the commit follows: the record of the
+//     cluster's last event, which another replica may have committed after this one last
+//     read the history.
+
+// replayed answers an operation whose id is known already: with the answer of the first
+// time (marked Replayed: nothing was done now), or a conflict when the body differs from
+// the one the id was answered with, or from another operation of the group under it.
+func (r *Reconciler) replayed(op *operation, seen map[string]string) (Summary, bool) {
+	if r.Ledger != nil {
+		if sum, ok, err := r.Ledger.Lookup(op.ev.ID, op.digest); err != nil {
+			return NewSummary(op.ev, nil, err), true
+		} else if ok {
+			sum.Replayed, sum.Timings = true, Timings{}
+			return sum, true
+		}
+	}
+	if id := op.ev.ID; id != "" {
+		if d, ok := seen[id]; ok && d != op.digest {
+			return NewSummary(op.ev, nil, &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", id, ErrIdempotencyConflict)}), true
+		}
+		seen[id] = op.digest
+	}
+	return Summary{}, false
+}
+
 // Digest identifies an event's content, Secret material included, so that a retry can be
 // told from a new event under an old id. Only the hash leaves the process.
 func Digest(ev *v1alpha1.ClusterEvent) string {

@@ -30,10 +30,6 @@ type Plan struct {
 	// what the tree deploys: the plan deploys this step of the chain, and the record keeps
 	// the event (upgrade.go).
 	Step *generator.UpgradeStep
-
-	// record is, for a resync, the record it rendered, as read: committing it is right only
-	// while the branch still holds that record.
-	record []byte
 }
 
 // NoOp reports whether the repository already holds what the event asks for.
@@ -150,8 +146,9 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 		}
 	}
 	// CommitChange gives the commit the whole desired state of the event's paths (not only
-	// the differences): gitrepo finds the no-op itself, and a path someone else changed to
-	// what we want is no conflict.
+	// the differences), so that a path someone else changed to what we want is no
+	// conflict. Whether anything changed is pl.Changes, decided here on the tree the
+	// commit follows; a plan with none is not handed to gitrepo.
 	pl.Commit = CommitChange(ev, res, fs, old)
 	return pl, nil
 }

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -129,19 +128,19 @@ func (r *Reconciler) Requeue(uuids ...string) {
 	r.desired.requeue(uuids...)
 }
 
-// Resync commits the resync of clusters (plans made by ResyncPlans), each an operation of
-// its cluster reconciled like an event, with the cluster's waiting events, MaxGroup to a
-// push. It waits for them all and returns each one's summary, in order; Run must be
-// running.
-func (r *Reconciler) Resync(ctx context.Context, plans []*Plan) []Summary {
-	sums := make([]Summary, len(plans))
-	ops := make([]*operation, len(plans))
-	for i, pl := range plans {
-		if pl.record == nil {
-			sums[i] = NewSummary(pl.Event, nil, &Error{Kind: KindInvalid, Step: "commit", Err: errors.New("resync: a plan not made by ResyncPlans")})
+// Resync queues the resync of clusters (records found by Pipeline.ResyncRecords), each an
+// operation of its cluster: its reconcile renders the record again and commits what moved,
+// with the cluster's waiting events, MaxGroup to a push. It waits for them all and returns
+// each one's summary, in order; Run must be running.
+func (r *Reconciler) Resync(ctx context.Context, records []*ResyncRecord) []Summary {
+	sums := make([]Summary, len(records))
+	ops := make([]*operation, len(records))
+	for i, rec := range records {
+		if rec == nil || rec.Event == nil {
+			sums[i] = NewSummary(nil, nil, &Error{Kind: KindInvalid, Step: "accept", Err: errors.New("resync: no record")})
 			continue
 		}
-		ops[i] = &operation{ctx: ctx, ev: pl.Event, resync: pl, at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
+		ops[i] = &operation{ctx: ctx, ev: rec.Event, resync: rec, at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
 	}
 	r.submitAll(ctx, ops, sums)
 	return sums
@@ -298,8 +297,9 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 		}
 		sc.outs[i] = &Written{}
 		if op.resync != nil {
-			// Rendered by ResyncPlans; committed only while Git holds the record it read.
-			plans, index = append(plans, r.Sink.resyncPlan(r.Pipeline, op.resync, sc.outs[i])), append(index, i)
+			// Rendered in its plan, on the tree its commit follows, while that tree
+			// holds the record the resync read.
+			plans, index = append(plans, r.Sink.resyncPlan(ctx, r.Pipeline, op.resync, sc.outs[i])), append(index, i)
 			continue
 		}
 		res, err := r.render(ctx, op.ev, sc.outs[i])
@@ -414,8 +414,8 @@ func (r *Reconciler) summarize(sc *scope) {
 	}
 }
 
-// early answers an operation without committing it: a retried id (from the ledger), an
-// id reused with another body (also within the group), or a client that gave up.
+// early answers an operation without committing it: a client that gave up, a retried
+// id or an id reused with another body (replayed, ledger.go).
 func (r *Reconciler) early(op *operation, seen map[string]string) (Summary, bool) {
 	if op.ctx.Err() != nil {
 		return NewSummary(op.ev, nil, stepError("accept", op.ctx.Err())), true
@@ -423,22 +423,7 @@ func (r *Reconciler) early(op *operation, seen map[string]string) (Summary, bool
 	if op.resync != nil {
 		return Summary{}, false // the record's event id is in the ledger: it is not a retry
 	}
-	if r.Ledger != nil {
-		if sum, ok, err := r.Ledger.Lookup(op.ev.ID, op.digest); err != nil {
-			return NewSummary(op.ev, nil, err), true
-		} else if ok {
-			// The answer of the first time, marked: nothing was done now.
-			sum.Replayed, sum.Timings = true, Timings{}
-			return sum, true
-		}
-	}
-	if id := op.ev.ID; id != "" {
-		if d, ok := seen[id]; ok && d != op.digest {
-			return NewSummary(op.ev, nil, &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", id, ErrIdempotencyConflict)}), true
-		}
-		seen[id] = op.digest
-	}
-	return Summary{}, false
+	return r.replayed(op, seen)
 }
 
 func (r *Reconciler) answer(op *operation, sum Summary) {

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -8,13 +9,13 @@ import (
 	"errors"
 	"maps"
 	"path"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
@@ -22,37 +23,56 @@ import (
 // TrailerResync marks a commit made by resync rather than by an event.
 const TrailerResync = "Magnum-Resync"
 
-// ResyncOptions says what ResyncPlans hands its plans to.
+// ResyncOptions says what ResyncRecords hands the clusters it finds to.
 type ResyncOptions struct {
-	// Commit takes the plans that change something, at most Batch at a time, in record
-	// order, one batch at a time. The next batch renders while it runs, so that a resync
-	// holds at most about three batches of renderings however many clusters move. An
-	// error stops the resync.
-	Commit func(ctx context.Context, plans []*Plan) error
-	// Batch bounds the plans of one Commit call (DefaultMaxGroup when 0): a push's worth.
+	// Queue takes the records of the clusters whose directories may have moved, at most
+	// Batch at a time, in record order, one batch at a time: Reconciler.Resync, which
+	// renders them again in each cluster's reconcile. The next batch is read while it
+	// runs, so that a resync holds about two batches of records however many clusters
+	// there are. An error stops the resync.
+	Queue func(ctx context.Context, records []*ResyncRecord) error
+	// Batch bounds the records of one Queue call (DefaultMaxGroup when 0): a push's worth.
 	Batch int
-	// Progress, when set, is called after each Batch of clusters rendered with the count
-	// done and the total.
+	// Progress, when set, is called after each Batch of records read with the count done
+	// and the total.
 	Progress func(done, total int)
-	// Refused, when set, is told of each cluster whose record does not render (the record
-	// or what this version makes of it is invalid), which is then left as Git holds it while
-	// the resync goes on: one broken record must not hold back the fleet. Without it, such
-	// a cluster stops the resync like any other error.
+	// Refused, when set, is told of each record that does not decode, which is then left
+	// as Git holds it while the resync goes on: one broken record must not hold back the
+	// fleet. Without it, such a record stops the resync like any other error. (A record
+	// that decodes but does not render is refused by its reconcile, in its Summary.)
 	Refused func(record string, err error)
 }
 
-// ResyncPlans renders every cluster of the repository again from its record and hands
-// the plans that would change something to o.Commit: after an upgrade of magnum-gitops,
-// one reviewable change per cluster whose output moved. Secrets are not in the records,
-// so they are never re-encrypted; the cluster directories keep listing them.
-func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, o ResyncOptions) error {
-	if o.Commit == nil {
-		return &Error{Kind: KindInvalid, Step: "resync", Err: errors.New("no Commit to hand the plans to")}
+// ResyncRecord is a cluster's record as a resync read it: what the cluster's reconcile
+// renders again (PlanResync).
+type ResyncRecord struct {
+	// Path is the record's file, Data its content as read, Event what Data decodes to.
+	Path  string
+	Data  []byte
+	Event *v1alpha1.ClusterEvent
+	// read is the resync's read of the repository, for the Gate; nil without a Gate.
+	read *resyncRead
+}
+
+// resyncRead is one resync's read of the repository: the commit, the hash of every path
+// under the clusters' roots there, and the digest of the pipeline's settings.
+type resyncRead struct {
+	commit   plumbing.Hash
+	hashes   map[string]string
+	settings [sha256.Size]byte
+}
+
+// ResyncRecords is the resync's event source: it reads every cluster's record from one
+// commit of the repository and hands those to o.Queue whose directory may have moved since
+// a resync of these settings last found it as rendered (Gate.isSettled). It renders
+// nothing: each cluster's reconcile renders its record again (PlanResync) and commits what
+// moved, one reviewable change per cluster, after an upgrade of magnum-gitops.
+func (p *Pipeline) ResyncRecords(ctx context.Context, repo FileLister, o ResyncOptions) error {
+	if o.Queue == nil {
+		return &Error{Kind: KindInvalid, Step: "resync", Err: errors.New("no Queue to hand the records to")}
 	}
 	batch := cmp.Or(o.Batch, DefaultMaxGroup)
-	// Every cluster is read from one commit: the branch moves while resync renders (events
-	// land), and a record read at one head with a plan diffed at another would let an old
-	// event pass for the current one.
+	// Every record is read from one commit, and the gate's hashes are that commit's.
 	if r, ok := repo.(interface {
 		Snapshot() (*gitrepo.Snapshot, error)
 	}); ok {
@@ -62,25 +82,21 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, o ResyncOpt
 		}
 		repo = snap
 	}
-	// A cluster directory a resync of these settings found settled before, and whose tree
-	// has not changed since, renders to nothing again: its record is neither read nor
-	// rendered (Gate.settled). The resolvers only fill what a record lacks, and records
-	// are written resolved, so the tree and the settings decide the plan.
-	hashes, settings, err := p.settledGate(repo)
+	read, err := p.readForGate(repo)
 	if err != nil {
 		return err
 	}
-	records, err := p.records(repo, hashes)
+	records, err := p.records(repo, read)
 	if err != nil {
 		return err
 	}
-	// The committer holds one batch, the renderer fills the next and waits to hand it
-	// over: an unbuffered channel is what bounds the renderings held.
-	batches := make(chan []*Plan)
+	// The queue holds one batch, the reader fills the next and waits to hand it over: an
+	// unbuffered channel is what bounds the records held.
+	batches := make(chan []*ResyncRecord)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		for plans := range batches {
-			if err := o.Commit(gctx, plans); err != nil {
+		for recs := range batches {
+			if err := o.Queue(gctx, recs); err != nil {
 				return err
 			}
 		}
@@ -88,25 +104,25 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, o ResyncOpt
 	})
 	g.Go(func() error {
 		defer close(batches)
-		send := func(plans []*Plan) error {
+		send := func(recs []*ResyncRecord) error {
 			select {
-			case batches <- plans:
+			case batches <- recs:
 				return nil
 			case <-gctx.Done():
 				return gctx.Err()
 			}
 		}
-		var pending []*Plan
+		var pending []*ResyncRecord
 		for start := 0; start < len(records); start += batch {
 			window := records[start:min(start+batch, len(records))]
-			plans, err := p.resyncWindow(gctx, repo, window, hashes, settings, o.Refused)
+			recs, err := p.readWindow(gctx, repo, window, read, o.Refused)
 			if err != nil {
 				return err
 			}
 			if o.Progress != nil {
 				o.Progress(start+len(window), len(records))
 			}
-			pending = append(pending, plans...)
+			pending = append(pending, recs...)
 			for len(pending) >= batch {
 				if err := send(slices.Clone(pending[:batch])); err != nil {
 					return err
@@ -122,42 +138,36 @@ func (p *Pipeline) ResyncPlans(ctx context.Context, repo FileLister, o ResyncOpt
 	return g.Wait()
 }
 
-// resyncWindow renders the clusters of records side by side, on every CPU, and returns
-// the plans that change something, in record order. A cluster that does not render is
-// told to refused, when set, and skipped.
-func (p *Pipeline) resyncWindow(ctx context.Context, repo FileLister, records []string, hashes map[string]string, settings [sha256.Size]byte, refused func(string, error)) ([]*Plan, error) {
-	var mu sync.Mutex // refused is called by one goroutine at a time
-	plans := make([]*Plan, len(records))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, f := range records {
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err
-			}
-			pl, err := p.resyncOne(gctx, repo, f, hashes, settings)
-			if err != nil && refused != nil && KindOf(err) == KindInvalid {
-				mu.Lock()
-				refused(f, err)
-				mu.Unlock()
-				return nil
-			}
-			plans[i] = pl
-			return err
-		})
+// readWindow reads the records of a window, one after the other, and returns those of
+// directories not settled, in record order. A record that does not decode is told to
+// refused, when set, and skipped. One reader is enough: it reads the next window while the
+// reconciles of the last one render on every CPU, and more readers would only wait for
+// the object store's lock with them.
+func (p *Pipeline) readWindow(ctx context.Context, repo FileLister, records []string, read *resyncRead, refused func(string, error)) ([]*ResyncRecord, error) {
+	var recs []*ResyncRecord
+	for _, f := range records {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rec, err := p.readRecord(repo, f, read)
+		switch {
+		case err != nil && refused != nil && KindOf(err) == KindInvalid:
+			refused(f, err)
+		case err != nil:
+			return nil, err
+		case rec != nil:
+			recs = append(recs, rec)
+		}
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(plans, func(pl *Plan) bool { return pl == nil }), nil
+	return recs, nil
 }
 
-// records lists the record files under the Flux path: from hashes when the gate walked
-// the tree already (in path order), else by listing it (in Git's tree order).
-func (p *Pipeline) records(repo FileLister, hashes map[string]string) ([]string, error) {
+// records lists the record files under the clusters' roots: from the gate's hashes when
+// it walked the tree already (in path order), else by listing it (in Git's tree order).
+func (p *Pipeline) records(repo FileLister, read *resyncRead) ([]string, error) {
 	var records []string
-	if hashes != nil {
-		for f := range hashes {
+	if read != nil {
+		for f := range read.hashes {
 			if path.Base(f) == RecordFile {
 				records = append(records, f)
 			}
@@ -179,43 +189,41 @@ func (p *Pipeline) records(repo FileLister, hashes map[string]string) ([]string,
 	return records, nil
 }
 
-// settledGate returns the hash of every path under the clusters' roots and the digest of p's
-// settings, when p has a Gate and repo can hash its paths; nil hashes otherwise.
-func (p *Pipeline) settledGate(repo FileLister) (map[string]string, [sha256.Size]byte, error) {
+// readForGate reads, when p has a Gate and repo is one commit that can hash its paths,
+// that commit, the hash of every path under the clusters' roots and the digest of p's
+// settings; nil otherwise.
+func (p *Pipeline) readForGate(repo FileLister) (*resyncRead, error) {
 	h, ok := repo.(interface {
 		Hashes(dir string) (map[string]string, error)
+		Commit() plumbing.Hash
 	})
 	if p.Gate == nil || !ok {
-		return nil, [sha256.Size]byte{}, nil
+		return nil, nil
 	}
 	cfg, err := json.Marshal(p.Config)
 	if err != nil {
-		return nil, [sha256.Size]byte{}, nil // settings it cannot digest: no gate
+		return nil, nil // settings it cannot digest: no gate
 	}
-	var hashes map[string]string
+	read := &resyncRead{commit: h.Commit(), settings: sha256.Sum256(cfg)}
 	for _, root := range p.Config.Roots() {
 		at, err := h.Hashes(root)
 		if err != nil {
-			return nil, [sha256.Size]byte{}, stepError("read", err)
+			return nil, stepError("read", err)
 		}
-		if hashes == nil {
-			hashes = at
+		if read.hashes == nil {
+			read.hashes = at
 			continue
 		}
-		maps.Copy(hashes, at)
+		maps.Copy(read.hashes, at)
 	}
-	return hashes, sha256.Sum256(cfg), nil
+	return read, nil
 }
 
-// resyncOne renders one record again and returns its plan, or nil when nothing changes.
-// With hashes (settledGate), a directory settled before is skipped unread.
-func (p *Pipeline) resyncOne(ctx context.Context, repo FileLister, f string, hashes map[string]string, settings [sha256.Size]byte) (*Plan, error) {
-	dir := path.Dir(f)
-	var key [sha256.Size]byte
-	if hashes != nil {
-		if key = settledKey(settings, hashes[dir]); p.Gate.isSettled(key, hashes) {
-			return nil, nil
-		}
+// readRecord reads and decodes one record; nil when its directory is settled (read says
+// so) or the record is gone.
+func (p *Pipeline) readRecord(repo FileLister, f string, read *resyncRead) (*ResyncRecord, error) {
+	if read != nil && p.Gate.isSettled(read.key(path.Dir(f)), read.hashes) {
+		return nil, nil
 	}
 	data, ok, err := repo.ReadFile(f)
 	if err != nil {
@@ -228,26 +236,57 @@ func (p *Pipeline) resyncOne(ctx context.Context, repo FileLister, f string, has
 	if err != nil {
 		return nil, stepError("read", err)
 	}
-	res, err := p.Render(ctx, ev)
+	return &ResyncRecord{Path: f, Data: data, Event: ev, read: read}, nil
+}
+
+// key is the gate's name for a cluster directory of this read.
+func (r *resyncRead) key(dir string) [sha256.Size]byte { return settledKey(r.settings, r.hashes[dir]) }
+
+// PlanResync is a resync's render and plan of one cluster, on tree: its record rendered
+// again by this magnum-gitops and diffed against what tree holds. It is nil when nothing
+// changes: the directory is as rendered, an upgrade chain is under way (the upgrade step
+// moves it), or tree holds another record than the one read (an event committed since is
+// newer, and committing the old record would undo it). The reconcile of the cluster calls
+// it on the tree its commit follows; resync --dry-run on the commit it read.
+func (p *Pipeline) PlanResync(ctx context.Context, rec *ResyncRecord, tree Tree) (*Plan, error) {
+	cur, ok, err := tree.ReadFile(rec.Path)
+	if err != nil {
+		return nil, stepError("read", err)
+	}
+	if !ok || !bytes.Equal(cur, rec.Data) {
+		return nil, nil
+	}
+	res, err := p.Render(ctx, rec.Event)
 	if err != nil {
 		return nil, err
 	}
-	pl, err := p.Plan(ev, res, repo)
+	pl, err := p.Plan(rec.Event, res, tree)
 	if errors.Is(err, ErrUpgradeInProgress) {
-		return nil, nil // the upgrade step moves it on (upgrade.go)
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	if pl.NoOp() {
-		if hashes != nil {
-			p.Gate.settle(key, outside(pl.Files, dir, hashes))
-		}
+		p.settle(rec, pl, tree)
 		return nil, nil
 	}
-	pl.record = data
 	asResync(pl)
 	return pl, nil
+}
+
+// settle tells the Gate that a record's directory renders to what it holds, when tree is
+// the commit the resync read (whose hashes it has): the next resync of these settings
+// skips it, unread, while it and the other paths its plan covers stay as they are.
+func (p *Pipeline) settle(rec *ResyncRecord, pl *Plan, tree Tree) {
+	if p.Gate == nil || rec.read == nil {
+		return
+	}
+	if t, ok := tree.(interface{ Commit() plumbing.Hash }); !ok || t.Commit() != rec.read.commit {
+		return
+	}
+	dir := path.Dir(rec.Path)
+	p.Gate.settle(rec.read.key(dir), outside(pl.Files, dir, rec.read.hashes))
 }
 
 // asResync rewrites a plan's message: it is the generator that changed, not the cluster.

@@ -32,8 +32,8 @@ func TestResync(t *testing.T) {
 
 	var mu sync.Mutex
 	var calls []int
-	var plans []*reconciler.Plan
-	err := p.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Batch: 1,
+	var records []*reconciler.ResyncRecord
+	err := p.ResyncRecords(ctx, sink.Repo, reconciler.ResyncOptions{Batch: 1,
 		Progress: func(done, total int) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -42,13 +42,24 @@ func TestResync(t *testing.T) {
 				t.Errorf("progress total %d, want 4 clusters", total)
 			}
 		},
-		Commit: func(_ context.Context, pl []*reconciler.Plan) error { plans = append(plans, pl...); return nil },
+		Queue: func(_ context.Context, recs []*reconciler.ResyncRecord) error {
+			records = append(records, recs...)
+			return nil
+		},
 	})
-	if err != nil || len(plans) != 0 {
-		t.Fatalf("unchanged repository: %d plans, %v; want none", len(plans), err)
+	if err != nil || len(records) != 4 {
+		t.Fatalf("without a gate: %d records queued, %v; want every cluster's", len(records), err)
 	}
 	if !slices.Equal(calls, []int{1, 2, 3, 4}) {
 		t.Errorf("progress calls %v, want 1..4 in order", calls)
+	}
+	for _, sum := range resync(ctx, sink, p, records) {
+		if sum.Err() != nil || !sum.NoOp {
+			t.Errorf("unchanged repository: %+v; want nothing committed", sum)
+		}
+	}
+	if got := commits(); got != before {
+		t.Errorf("the resync of an unchanged repository made %d commits", got-before)
 	}
 
 	// A hand edit of one HelmRelease: resync plans that one file back.
@@ -64,14 +75,14 @@ func TestResync(t *testing.T) {
 	if _, err := sink.Repo.Apply(ctx, gitrepo.Change{Subject: "hand edit", Files: map[string][]byte{hr: []byte(edited)}}); err != nil {
 		t.Fatal(err)
 	}
-	plans, err = resyncPlans(ctx, p, sink.Repo)
+	plans, err := resyncPlans(ctx, p, sink.Repo)
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("after a hand edit: %d plans, %v; want 1", len(plans), err)
 	}
 	if got := plans[0].Paths(); !slices.Equal(got, []string{hr}) {
 		t.Errorf("planned %v, want only %s", got, hr)
 	}
-	out, err := resyncOne(ctx, sink, p, plans[0])
+	out, err := resyncOne(ctx, sink, p, plans[0].record)
 	if err != nil || out.NoOp {
 		t.Fatalf("committing the resync: %+v %v", out, err)
 	}
@@ -159,7 +170,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 		t.Fatalf("resize: %+v %v", out, err)
 	}
 	head := gitOut(t, dir, "rev-parse", "main")
-	out, err := resyncOne(ctx, sink, upgraded, plans[0])
+	out, err := resyncOne(ctx, sink, upgraded, plans[0].record)
 	if err != nil || !out.NoOp {
 		t.Errorf("resync after a newer event: %+v %v; want no commit", out, err)
 	}
@@ -175,7 +186,7 @@ func TestResyncYieldsToNewerEvents(t *testing.T) {
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("after the event: %d plans, %v", len(plans), err)
 	}
-	if out, err := resyncOne(ctx, sink, upgraded, plans[0]); err != nil || out.NoOp {
+	if out, err := resyncOne(ctx, sink, upgraded, plans[0].record); err != nil || out.NoOp {
 		t.Errorf("resync of the newer record: %+v %v", out, err)
 	}
 }
@@ -197,14 +208,14 @@ func TestResyncTornRead(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	plans, err := resyncPlans(ctx, upgraded, torn)
-	if err != nil || len(plans) != 1 {
-		t.Fatalf("%d plans, %v", len(plans), err)
+	records, err := resyncRecords(ctx, upgraded, torn)
+	if err != nil || len(records) != 1 {
+		t.Fatalf("%d records, %v", len(records), err)
 	}
-	if out, err := resyncOne(ctx, sink, upgraded, plans[0]); err != nil || !out.NoOp {
+	if out, err := resyncOne(ctx, sink, upgraded, records[0]); err != nil || !out.NoOp {
 		t.Errorf("resync over a record that moved: %+v %v; want no commit", out, err)
 	}
-	record := path.Join(generator.ClusterDir(plans[0].Result.Root, plans[0].Result.Namespace, plans[0].Result.ReleaseName), reconciler.RecordFile)
+	record := records[0].Path
 	if got := gitOut(t, dir, "show", "main:"+record); !strings.Contains(got, `"id": "`+resize.ID+`"`) {
 		t.Errorf("resync undid the event; history:\n%s", gitOut(t, dir, "log", "-3", "--format=%h %s", "main"))
 	}
@@ -242,43 +253,70 @@ func fleet(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink) {
 	return p, sink
 }
 
-// resyncPlans collects every plan of a resync.
-func resyncPlans(ctx context.Context, p *reconciler.Pipeline, repo reconciler.FileLister) ([]*reconciler.Plan, error) {
-	var plans []*reconciler.Plan
-	err := p.ResyncPlans(ctx, repo, reconciler.ResyncOptions{Commit: func(_ context.Context, pl []*reconciler.Plan) error {
-		plans = append(plans, pl...)
+// resyncRecords collects every record a resync queues.
+func resyncRecords(ctx context.Context, p *reconciler.Pipeline, repo reconciler.FileLister) ([]*reconciler.ResyncRecord, error) {
+	var records []*reconciler.ResyncRecord
+	err := p.ResyncRecords(ctx, repo, reconciler.ResyncOptions{Queue: func(_ context.Context, recs []*reconciler.ResyncRecord) error {
+		records = append(records, recs...)
 		return nil
 	}})
-	return plans, err
+	return records, err
 }
 
-// TestResyncBatches: ResyncPlans hands the plans over in batches of at most Batch, in
-// record order (the same for any batch), while it renders: when the k-th batch is handed over, at most k+1
-// batches' clusters are rendered, whatever the total. A Commit that fails stops it.
+// resyncPlan is a cluster's resync plan and the record it renders.
+type resyncPlan struct {
+	*reconciler.Plan
+	record *reconciler.ResyncRecord
+}
+
+// resyncPlans plans every record a resync queues on repo, as resync --dry-run does, and
+// returns the plans that change something.
+func resyncPlans(ctx context.Context, p *reconciler.Pipeline, repo reconciler.FileLister) ([]resyncPlan, error) {
+	records, err := resyncRecords(ctx, p, repo)
+	if err != nil {
+		return nil, err
+	}
+	var plans []resyncPlan
+	for _, rec := range records {
+		pl, err := p.PlanResync(ctx, rec, repo)
+		if err != nil {
+			return nil, err
+		}
+		if pl != nil {
+			plans = append(plans, resyncPlan{pl, rec})
+		}
+	}
+	return plans, nil
+}
+
+// TestResyncBatches: ResyncRecords hands the records over in batches of at most Batch, in
+// record order (the same for any batch), while it reads: when the k-th batch is handed
+// over, at most k+1 batches' records are read, whatever the total. A Queue that fails
+// stops it.
 func TestResyncBatches(t *testing.T) {
 	t.Parallel()
 	p, sink := fleet(t)
 	ctx := context.Background()
 	upgraded := upgrade(p)
-	all, err := resyncPlans(ctx, upgraded, sink.Repo)
+	all, err := resyncRecords(ctx, upgraded, sink.Repo)
 	if err != nil || len(all) != 4 {
-		t.Fatalf("%d plans, %v; want 4", len(all), err)
+		t.Fatalf("%d records, %v; want 4", len(all), err)
 	}
 	var order []string
-	for _, pl := range all {
-		order = append(order, pl.Result.ReleaseName)
+	for _, rec := range all {
+		order = append(order, rec.Path)
 	}
 	failed := errors.New("push refused")
 	for _, tc := range []struct {
 		name    string
 		batch   int
-		failAt  int   // the Commit call that fails (1-based); 0: none
+		failAt  int   // the Queue call that fails (1-based); 0: none
 		batches []int // sizes of the batches handed over
 	}{
 		{name: "one at a time", batch: 1, batches: []int{1, 1, 1, 1}},
 		{name: "three to a batch", batch: 3, batches: []int{3, 1}},
 		{name: "the default", batches: []int{4}},
-		{name: "a Commit fails", batch: 1, failAt: 1, batches: []int{1}},
+		{name: "a Queue fails", batch: 1, failAt: 1, batches: []int{1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var (
@@ -287,26 +325,26 @@ func TestResyncBatches(t *testing.T) {
 				got     []string
 				batches []int
 			)
-			rendered := sync.NewCond(&mu)
-			err := upgraded.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Batch: tc.batch,
-				Progress: func(d, _ int) { mu.Lock(); done = d; rendered.Broadcast(); mu.Unlock() },
-				Commit: func(_ context.Context, plans []*reconciler.Plan) error {
-					batches = append(batches, len(plans))
+			read := sync.NewCond(&mu)
+			err := upgraded.ResyncRecords(ctx, sink.Repo, reconciler.ResyncOptions{Batch: tc.batch,
+				Progress: func(d, _ int) { mu.Lock(); done = d; read.Broadcast(); mu.Unlock() },
+				Queue: func(_ context.Context, recs []*reconciler.ResyncRecord) error {
+					batches = append(batches, len(recs))
 					if k := len(batches); tc.batch > 0 {
-						// While batch k commits, the next one renders and waits: the
-						// renderings held are bounded when it has.
+						// While batch k is reconciled, the next one is read and waits:
+						// the records held are bounded when it has.
 						bound := min((k+1)*tc.batch, len(all))
 						mu.Lock()
 						for done < bound {
-							rendered.Wait()
+							read.Wait()
 						}
 						if done > bound {
-							t.Errorf("batch %d committing with %d clusters rendered; want at most %d", k, done, bound)
+							t.Errorf("batch %d queued with %d records read; want at most %d", k, done, bound)
 						}
 						mu.Unlock()
 					}
-					for _, pl := range plans {
-						got = append(got, pl.Result.ReleaseName)
+					for _, rec := range recs {
+						got = append(got, rec.Path)
 					}
 					if len(batches) == tc.failAt {
 						return failed
@@ -316,23 +354,23 @@ func TestResyncBatches(t *testing.T) {
 			})
 			if tc.failAt > 0 {
 				if !errors.Is(err, failed) {
-					t.Errorf("error %v, want the Commit's", err)
+					t.Errorf("error %v, want the Queue's", err)
 				}
 			} else if err != nil || !slices.Equal(got, order) {
-				t.Errorf("plans %v, %v; want %v", got, err, order)
+				t.Errorf("records %v, %v; want %v", got, err, order)
 			}
 			if !slices.Equal(batches, tc.batches) {
 				t.Errorf("batches %v, want %v", batches, tc.batches)
 			}
 		})
 	}
-	if err := upgraded.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{}); reconciler.KindOf(err) != reconciler.KindInvalid {
-		t.Errorf("no Commit: %v, want an invalid call", err)
+	if err := upgraded.ResyncRecords(ctx, sink.Repo, reconciler.ResyncOptions{}); reconciler.KindOf(err) != reconciler.KindInvalid {
+		t.Errorf("no Queue: %v, want an invalid call", err)
 	}
 }
 
-// TestResyncRefused: a record that does not render (here, hand-edited with a field no
-// version knows) is told to Refused and left, and the other clusters resync; without
+// TestResyncRefused: a record that does not decode (here, hand-edited with a field no
+// version knows) is told to Refused and left, and the other clusters are queued; without
 // Refused, it stops the resync as invalid input.
 func TestResyncRefused(t *testing.T) {
 	t.Parallel()
@@ -344,16 +382,16 @@ func TestResyncRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		refused bool
-		plans   int
+		queued  int
 	}{
-		{name: "told and left", refused: true, plans: 3},
+		{name: "told and left", refused: true, queued: 3},
 		{name: "no Refused: the resync stops"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			o := reconciler.ResyncOptions{Batch: 1, Commit: func(_ context.Context, pl []*reconciler.Plan) error {
-				for _, p := range pl {
-					got = append(got, p.Result.ReleaseName)
+			o := reconciler.ResyncOptions{Batch: 1, Queue: func(_ context.Context, recs []*reconciler.ResyncRecord) error {
+				for _, rec := range recs {
+					got = append(got, rec.Path)
 				}
 				return nil
 			}}
@@ -366,10 +404,10 @@ func TestResyncRefused(t *testing.T) {
 					}
 				}
 			}
-			err := upgraded.ResyncPlans(ctx, sink.Repo, o)
+			err := upgraded.ResyncRecords(ctx, sink.Repo, o)
 			if tc.refused {
-				if err != nil || len(got) != tc.plans || slices.Contains(got, "prod-a-2b7xq4mzkd5h") || !slices.Equal(refused, []string{record}) {
-					t.Errorf("plans %v, refused %v, %v; want %d plans, %s refused", got, refused, err, tc.plans, record)
+				if err != nil || len(got) != tc.queued || slices.Contains(got, record) || !slices.Equal(refused, []string{record}) {
+					t.Errorf("queued %v, refused %v, %v; want %d records, %s refused", got, refused, err, tc.queued, record)
 				}
 			} else if reconciler.KindOf(err) != reconciler.KindInvalid || !strings.Contains(err.Error(), "flavour") {
 				t.Errorf("%v; want the record refused as invalid", err)
@@ -479,30 +517,35 @@ func handEdit(t *testing.T, sink *reconciler.GitSink, file, from, to string) {
 	}
 }
 
-// resync commits plans through a Reconciler, as serve and the resync command do.
-func resync(ctx context.Context, sink *reconciler.GitSink, p *reconciler.Pipeline, plans []*reconciler.Plan) []reconciler.Summary {
-	r := &reconciler.Reconciler{Pipeline: p, Sink: sink, MaxGroup: len(plans)}
+// resync reconciles the resync of records through a Reconciler, as serve and the resync
+// command do.
+func resync(ctx context.Context, sink *reconciler.GitSink, p *reconciler.Pipeline, records []*reconciler.ResyncRecord) []reconciler.Summary {
+	r := &reconciler.Reconciler{Pipeline: p, Sink: sink, MaxGroup: len(records)}
 	r.Start()
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { r.Run(rctx); close(done) }()
 	defer func() { stop(); <-done }()
-	return r.Resync(ctx, plans)
+	return r.Resync(ctx, records)
 }
 
-// resyncOne commits the resync of one cluster.
-func resyncOne(ctx context.Context, sink *reconciler.GitSink, p *reconciler.Pipeline, pl *reconciler.Plan) (reconciler.Summary, error) {
-	sum := resync(ctx, sink, p, []*reconciler.Plan{pl})[0]
+// resyncOne reconciles the resync of one cluster.
+func resyncOne(ctx context.Context, sink *reconciler.GitSink, p *reconciler.Pipeline, rec *reconciler.ResyncRecord) (reconciler.Summary, error) {
+	sum := resync(ctx, sink, p, []*reconciler.ResyncRecord{rec})[0]
 	err := sum.Err()
 	return sum, err
 }
 
 // resyncAll commits the resync of every plan as one group: a commit of its own for each
 // cluster that still moves once the ones before it in the group are committed.
-func resyncAll(t *testing.T, sink *reconciler.GitSink, p *reconciler.Pipeline, plans []*reconciler.Plan) {
+func resyncAll(t *testing.T, sink *reconciler.GitSink, p *reconciler.Pipeline, plans []resyncPlan) {
 	t.Helper()
+	records := make([]*reconciler.ResyncRecord, len(plans))
+	for i, pl := range plans {
+		records[i] = pl.record
+	}
 	commits := map[string]string{}
-	for i, sum := range resync(context.Background(), sink, p, plans) {
+	for i, sum := range resync(context.Background(), sink, p, records) {
 		pl := plans[i]
 		if sum.Err() != nil {
 			t.Fatalf("%s: %v", pl.Result.ReleaseName, sum.Err())

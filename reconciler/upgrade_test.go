@@ -118,11 +118,7 @@ func TestUpgradeChain(t *testing.T) {
 				if s := r.Submit(context.Background(), again); !errors.Is(s.Err(), reconciler.ErrUpgradeInProgress) || reconciler.KindOf(s.Err()) != reconciler.KindRetry {
 					t.Fatalf("a resize during the chain: %v, want a retry: %v", s.Err(), reconciler.ErrUpgradeInProgress)
 				}
-				var resynced []*reconciler.Plan
-				if err := p.ResyncPlans(context.Background(), sink.Repo, reconciler.ResyncOptions{Commit: func(_ context.Context, pl []*reconciler.Plan) error {
-					resynced = append(resynced, pl...)
-					return nil
-				}}); err != nil || len(resynced) != 0 {
+				if resynced, err := resyncPlans(context.Background(), p, sink.Repo); err != nil || len(resynced) != 0 {
 					t.Fatalf("a resync during the chain: %v, %d plans; want none", err, len(resynced))
 				}
 

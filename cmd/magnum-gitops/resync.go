@@ -61,15 +61,31 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 		return config.Invalid(fmt.Errorf("%d clusters' records do not render (see above); they were left as they are", refused))
 	}
 	if dryRun {
+		// Every record read from one commit and planned on it, as each cluster's
+		// reconcile would plan it on the branch head.
+		snap, err := sink.Repo.Snapshot()
+		if err != nil {
+			return err
+		}
 		changed := 0
-		err := p.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Refused: refuse, Commit: func(_ context.Context, plans []*reconciler.Plan) error {
-			for _, pl := range plans {
+		err = p.ResyncRecords(ctx, snap, reconciler.ResyncOptions{Refused: refuse, Queue: func(ctx context.Context, records []*reconciler.ResyncRecord) error {
+			for _, rec := range records {
+				pl, err := p.PlanResync(ctx, rec, snap)
+				switch {
+				case reconciler.KindOf(err) == reconciler.KindInvalid:
+					refuse(rec.Path, err)
+					continue
+				case err != nil:
+					return err
+				case pl == nil:
+					continue
+				}
 				fmt.Fprintf(stdout, "# %s\n", pl.Commit.Subject)
 				if err := pl.WriteDiff(stdout); err != nil {
 					return err
 				}
+				changed++
 			}
-			changed += len(plans)
 			return nil
 		}})
 		if err != nil {
@@ -81,19 +97,21 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 	if err := sink.Publish(ctx, &file.Config); err != nil {
 		return err
 	}
-	// Batches of reconciler.DefaultMaxGroup clusters, one push each, the next rendered
-	// meanwhile.
+	// Batches of reconciler.DefaultMaxGroup clusters, one push each, the next read
+	// meanwhile; each cluster rendered again in its reconcile.
 	r, stop := runReconciler(ctx, p, sink, 0)
 	changed := 0
 	var failed error // the others were pushed: say so before failing
-	err = p.ResyncPlans(ctx, sink.Repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Refused: refuse, Commit: func(ctx context.Context, plans []*reconciler.Plan) error {
-		for i, sum := range r.Resync(ctx, plans) {
+	err = p.ResyncRecords(ctx, sink.Repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Refused: refuse, Queue: func(ctx context.Context, records []*reconciler.ResyncRecord) error {
+		for i, sum := range r.Resync(ctx, records) {
 			switch {
+			case sum.Kind() == reconciler.KindInvalid:
+				refuse(records[i].Path, sum.Err())
 			case sum.Err() != nil:
 				failed = cmp.Or(failed, sum.Err())
 			case !sum.NoOp:
 				changed++
-				fmt.Fprintf(stderr, "%s %s\n", sum.Revision[:10], plans[i].Commit.Subject)
+				fmt.Fprintf(stderr, "%s resync of cluster %s (%s)\n", sum.Revision[:10], records[i].Event.Cluster.Name, sum.StackID)
 			}
 		}
 		return ctx.Err()

@@ -415,8 +415,9 @@ func reportCPU(b *testing.B, self, remote time.Duration) {
 	b.ReportMetric(float64(runtime.NumCPU())/per(self+remote), "cpu-ceiling-events/s")
 }
 
-// BenchmarkResync: render every one of the 10,000 clusters again from its record and diff
-// it against the repository; nothing changed, so no plan and no commit.
+// BenchmarkResync: a resync of the 10,000 clusters as serve runs it: ResyncRecords queues
+// the clusters whose directories may have moved, and each one's reconcile renders it again
+// and diffs it against the repository; nothing changed, so no commit.
 func BenchmarkResync(b *testing.B) {
 	remote := cloneBare(b, benchClusters)
 	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: "file://" + remote, Author: gitrepo.Signature{Name: "b", Email: "b@example.org"}})
@@ -432,8 +433,10 @@ func BenchmarkResync(b *testing.B) {
 	}{{"first", false}, {"again", true}} {
 		b.Run(keep.name, func(b *testing.B) {
 			p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}}
+			r, stop := runReconciler(p, repo)
+			defer stop()
 			if keep.gate {
-				if _, err := resyncPlans(context.Background(), p, repo); err != nil {
+				if _, err := resyncThrough(context.Background(), p, r, repo); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -445,12 +448,12 @@ func BenchmarkResync(b *testing.B) {
 					p.Gate = &reconciler.Gate{}
 					b.StartTimer()
 				}
-				plans, err := resyncPlans(context.Background(), p, repo)
+				changed, err := resyncThrough(context.Background(), p, r, repo)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if len(plans) != 0 {
-					b.Fatalf("%d clusters would change; want 0", len(plans))
+				if changed != 0 {
+					b.Fatalf("%d clusters changed; want 0", changed)
 				}
 			}
 			b.StopTimer()
@@ -490,20 +493,38 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
 
-// resyncPlans collects every plan of a resync.
-func resyncPlans(ctx context.Context, p *reconciler.Pipeline, repo reconciler.FileLister) ([]*reconciler.Plan, error) {
-	var plans []*reconciler.Plan
-	err := p.ResyncPlans(ctx, repo, reconciler.ResyncOptions{Commit: func(_ context.Context, pl []*reconciler.Plan) error {
-		plans = append(plans, pl...)
+// runReconciler runs a Reconciler of p committing to repo, as serve does, until stop.
+func runReconciler(p *reconciler.Pipeline, repo *gitrepo.Repo) (*reconciler.Reconciler, func()) {
+	r := &reconciler.Reconciler{Pipeline: p, Sink: &reconciler.GitSink{Repo: repo}}
+	r.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	return r, func() { cancel(); <-done }
+}
+
+// resyncThrough resyncs repo as serve does: the records ResyncRecords queues, reconciled
+// by r. It returns how many clusters changed.
+func resyncThrough(ctx context.Context, p *reconciler.Pipeline, r *reconciler.Reconciler, repo *gitrepo.Repo) (int, error) {
+	changed := 0
+	err := p.ResyncRecords(ctx, repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Queue: func(ctx context.Context, records []*reconciler.ResyncRecord) error {
+		for _, sum := range r.Resync(ctx, records) {
+			if err := sum.Err(); err != nil {
+				return err
+			}
+			if !sum.NoOp {
+				changed++
+			}
+		}
 		return nil
 	}})
-	return plans, err
+	return changed, err
 }
 
 // BenchmarkResyncCommit: a new version moves the HelmRelease of every one of 1,000
 // clusters (here a longer Flux timeout), and resync commits them all: one commit per
 // cluster, reconciler.DefaultMaxGroup of them to a push, through the Reconciler serve runs.
-// One op is the whole resync's commits.
+// One op is the whole resync: reading the records, rendering and committing them.
 func BenchmarkResyncCommit(b *testing.B) {
 	ctx := context.Background()
 	cfg := generator.DefaultConfig()
@@ -516,24 +537,14 @@ func BenchmarkResyncCommit(b *testing.B) {
 			b.Fatal(err)
 		}
 		p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}}
-		plans, err := resyncPlans(ctx, p, repo)
-		if err != nil || len(plans) != clusters {
-			b.Fatalf("%d clusters would change, %v; want %d", len(plans), err, clusters)
-		}
-		r := &reconciler.Reconciler{Pipeline: p, Sink: &reconciler.GitSink{Repo: repo}}
-		r.Start()
-		rctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { r.Run(rctx); close(done) }()
+		r, stop := runReconciler(p, repo)
 		b.StartTimer()
-		for _, sum := range r.Resync(ctx, plans) {
-			if sum.Err() != nil || sum.NoOp {
-				b.Fatalf("%+v", sum)
-			}
+		changed, err := resyncThrough(ctx, p, r, repo)
+		if err != nil || changed != clusters {
+			b.Fatalf("%d clusters changed, %v; want %d", changed, err, clusters)
 		}
 		b.StopTimer()
 		stop()
-		<-done
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(clusters*b.N)/b.Elapsed().Seconds(), "clusters/s")

@@ -581,7 +581,10 @@ func (s *Service) resync(ctx context.Context) {
 	if err := s.o.Sink.Publish(ctx, s.o.Pipeline.Config); err != nil {
 		s.o.Log.Error("resync: publishing the namespaces' branches", "error", err)
 	}
-	err := s.o.Pipeline.ResyncPlans(ctx, s.o.Sink.Repo, reconciler.ResyncOptions{
+	refused := func(record string, err error) {
+		s.o.Log.Error("resync: the cluster's record does not render; left as it is", "record", record, "error", err)
+	}
+	err := s.o.Pipeline.ResyncRecords(ctx, s.o.Sink.Repo, reconciler.ResyncOptions{
 		Batch: s.reconciler.MaxGroup,
 		Progress: func(done, total int) {
 			if time.Since(last) > 5*time.Second || done == total {
@@ -589,14 +592,14 @@ func (s *Service) resync(ctx context.Context) {
 				s.o.Log.Info("resync", "done", done, "total", total, "rate", float64(done)/time.Since(start).Seconds())
 			}
 		},
-		Refused: func(record string, err error) {
-			s.o.Log.Error("resync: the cluster's record does not render; left as it is", "record", record, "error", err)
-		},
-		Commit: func(ctx context.Context, plans []*reconciler.Plan) error {
-			for i, sum := range s.reconciler.Resync(ctx, plans) {
+		Refused: refused,
+		Queue: func(ctx context.Context, records []*reconciler.ResyncRecord) error {
+			for i, sum := range s.reconciler.Resync(ctx, records) {
 				switch {
+				case sum.Kind() == reconciler.KindInvalid:
+					refused(records[i].Path, sum.Err())
 				case sum.Err() != nil:
-					s.o.Log.Error("resync commit", "stack_id", plans[i].Result.ReleaseName, "error", sum.Err())
+					s.o.Log.Error("resync commit", "record", records[i].Path, "error", sum.Err())
 				case !sum.NoOp:
 					commits++
 				}
