@@ -5,8 +5,9 @@ import "github.com/magnum-gitops/magnum-gitops/internal/byteset"
 // Hand-written forms of the regexps every render runs (the name checks are in names.go),
 // as sets of internal/byteset: run a few dozen times per render, the regexp machinery
 // (backtracker, one-pass matcher, the copies of ReplaceAllString) costs a tenth of
-// BenchmarkRenderValues. charset_test.go holds each equal to its regexp over a table and
-// by fuzzing.
+// BenchmarkRenderValues. Kept, with pemcheck.go and valuesjson.go, because the full
+// render misses its 200 µs target with the library in their place (docs/benchmarks.md).
+// charset_test.go holds each equal to its regexp over a table and by fuzzing.
 
 // The character classes of the driver's filters and of the name checks.
 var (

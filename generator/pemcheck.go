@@ -54,6 +54,8 @@ const (
 // is a substring, and the base64 is only checked (isBase64); the input stays a string, so
 // nothing is copied. Everything else is Decode's code statement by statement, so every
 // input gets Decode's blocks: TestPEMBlockType and FuzzPEMBlockType hold the two equal.
+// Kept because the full render misses its 200 µs target with Decode in its place
+// (docs/benchmarks.md).
 func pemBlockType(data string) (typ, rest string, ok bool) {
 	rest = data
 	endTrailerIndex := 0

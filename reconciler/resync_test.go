@@ -416,6 +416,38 @@ func TestResyncRefused(t *testing.T) {
 	}
 }
 
+// TestResyncRefusedInReconcile: a record that decodes but does not render (here, hand-edited
+// with a CIDR no network has) is refused by its cluster's reconcile, as invalid input naming
+// the field, and left as Git holds it; the clusters reconciled with it resync.
+func TestResyncRefusedInReconcile(t *testing.T) {
+	t.Parallel()
+	p, sink := fleet(t)
+	ctx := context.Background()
+	dir := path.Join(p.Config.Flux.Path, "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c/prod-a-2b7xq4mzkd5h")
+	handEdit(t, sink, path.Join(dir, reconciler.RecordFile), `"keypair": "ops-key",`, `"keypair": "ops-key", "labels": {"fixed_subnet_cidr": "300.1.1.1/99"},`)
+	hr, _, err := sink.Repo.ReadFile(path.Join(dir, generator.HelmReleaseFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded := upgrade(p)
+	records, err := resyncRecords(ctx, upgraded, sink.Repo)
+	if err != nil || len(records) != 4 {
+		t.Fatalf("%d records queued, %v; want every cluster's", len(records), err)
+	}
+	for i, sum := range resync(ctx, sink, upgraded, records) {
+		broken := path.Dir(records[i].Path) == dir
+		switch {
+		case broken && (sum.Kind() != reconciler.KindInvalid || !strings.Contains(sum.Err().Error(), "fixed_subnet_cidr")):
+			t.Errorf("%s: %+v %v; want refused as invalid, naming the field", records[i].Path, sum, sum.Err())
+		case !broken && (sum.Err() != nil || sum.NoOp):
+			t.Errorf("%s: %+v %v; want its resync committed", records[i].Path, sum, sum.Err())
+		}
+	}
+	if now, _, _ := sink.Repo.ReadFile(path.Join(dir, generator.HelmReleaseFile)); string(now) != string(hr) {
+		t.Error("the refused cluster's HelmRelease changed")
+	}
+}
+
 // upgrade is p as a newer magnum-gitops that renders every HelmRelease differently.
 func upgrade(p *reconciler.Pipeline) *reconciler.Pipeline {
 	cfg := *p.Config
