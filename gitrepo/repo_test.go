@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
 )
 
 // TestOpenHistorySince: a clone bounded by time as well as count takes more commits while
@@ -166,17 +167,10 @@ type gitServer struct {
 	pushes atomic.Int64
 }
 
+// git runs the git CLI in dir (gitserver.Git).
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.org",
-		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.org", "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return gitserver.Git(t, dir, args...)
 }
 
 func newGitServer(t testing.TB) *gitServer {

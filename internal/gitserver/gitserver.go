@@ -65,13 +65,20 @@ func (s *Server) Dir(name string) string { return filepath.Join(s.Root, name) }
 // Git runs git in dir and returns its output; it fails the test on error.
 func (s *Server) Git(dir string, args ...string) string {
 	s.t.Helper()
+	return Git(s.t, dir, args...)
+}
+
+// Git runs git in dir, as a test user that never prompts, and returns its output; it
+// fails t on error.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.org",
 		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.org", "GIT_TERMINAL_PROMPT=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		s.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
 }
