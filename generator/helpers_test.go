@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/internal/fixturetest"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -23,15 +24,7 @@ var update = flag.Bool("update", false, "rewrite golden files under fixtures/gol
 // fixtureEvent decodes one embedded fixture event.
 func fixtureEvent(t testing.TB, name string) *v1alpha1.ClusterEvent {
 	t.Helper()
-	data, err := fixtures.Events.ReadFile("events/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := v1alpha1.DecodeEvent(data)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return ev
+	return fixturetest.Event(t, name)
 }
 
 func fixtureNames(t testing.TB) []string {

@@ -11,19 +11,13 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
+	"github.com/magnum-gitops/magnum-gitops/internal/fixturetest"
 )
 
+// fixtureEvent decodes one fixture event.
 func fixtureEvent(t testing.TB, name string) *v1alpha1.ClusterEvent {
 	t.Helper()
-	data, err := fixtures.Events.ReadFile("events/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := v1alpha1.DecodeEvent(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ev
+	return fixturetest.Event(t, name)
 }
 
 // TestCompactorEvent: the copy the index keeps equals the event without its Secret

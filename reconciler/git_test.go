@@ -13,25 +13,18 @@ import (
 
 	"filippo.io/age"
 
-	"github.com/magnum-gitops/magnum-gitops/fixtures"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/internal/fixturetest"
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
+// event decodes one fixture event.
 func event(t testing.TB, name string) *v1alpha1.ClusterEvent {
 	t.Helper()
-	data, err := fixtures.Events.ReadFile("events/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := v1alpha1.DecodeEvent(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ev
+	return fixturetest.Event(t, name)
 }
 
 // committer returns a pipeline that encrypts Secrets and a sink on a new bare repository.
