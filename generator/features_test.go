@@ -2,7 +2,6 @@ package generator_test
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/fixturetest"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
@@ -24,15 +24,7 @@ const registryPassword = testenv.RegistryPassword
 // their outputs.
 func featureEvent(t testing.TB, name string) *v1alpha1.ClusterEvent {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "fixtures", "features", name+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := v1alpha1.DecodeEvent(data)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return ev
+	return fixturetest.EventFile(t, filepath.Join("..", "fixtures", "features", name+".yaml"))
 }
 
 // featureFixtures names every feature fixture and the configuration it is rendered with.
