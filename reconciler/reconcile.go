@@ -146,6 +146,24 @@ func (r *Reconciler) Resync(ctx context.Context, records []*ResyncRecord) []Summ
 	return sums
 }
 
+// ResyncQueue is the ResyncOptions.Queue that reconciles a resync's records with r (Resync).
+// A record its reconcile refuses as invalid input (it decodes but does not render) is told
+// to refused, like ResyncOptions.Refused's records that do not decode, and left as Git
+// holds it; every other answer (a commit, nothing to do, another error) is told to each.
+// The resync stops when ctx ends.
+func (r *Reconciler) ResyncQueue(refused func(record string, err error), each func(rec *ResyncRecord, sum Summary)) func(context.Context, []*ResyncRecord) error {
+	return func(ctx context.Context, records []*ResyncRecord) error {
+		for i, sum := range r.Resync(ctx, records) {
+			if sum.Err() != nil && sum.Kind() == KindInvalid && refused != nil {
+				refused(records[i].Path, sum.Err())
+				continue
+			}
+			each(records[i], sum)
+		}
+		return ctx.Err()
+	}
+}
+
 // submitAll queues ops (nil ones skipped) at once and waits for their answers, into sums.
 func (r *Reconciler) submitAll(ctx context.Context, ops []*operation, sums []Summary) {
 	if !r.desired.put(ops...) {

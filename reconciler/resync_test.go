@@ -430,18 +430,27 @@ func TestResyncRefusedInReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	upgraded := upgrade(p)
-	records, err := resyncRecords(ctx, upgraded, sink.Repo)
-	if err != nil || len(records) != 4 {
-		t.Fatalf("%d records queued, %v; want every cluster's", len(records), err)
-	}
-	for i, sum := range resync(ctx, sink, upgraded, records) {
-		broken := path.Dir(records[i].Path) == dir
-		switch {
-		case broken && (sum.Kind() != reconciler.KindInvalid || !strings.Contains(sum.Err().Error(), "fixed_subnet_cidr")):
-			t.Errorf("%s: %+v %v; want refused as invalid, naming the field", records[i].Path, sum, sum.Err())
-		case !broken && (sum.Err() != nil || sum.NoOp):
-			t.Errorf("%s: %+v %v; want its resync committed", records[i].Path, sum, sum.Err())
-		}
+	// As serve runs it: the records, reconciled, the refusals told apart.
+	r, stop := running(sink, upgraded, 4)
+	defer stop()
+	var refused []string
+	committed := 0
+	err = upgraded.ResyncRecords(ctx, sink.Repo, reconciler.ResyncOptions{
+		Refused: func(string, error) { t.Error("a record that decodes was refused as undecodable") },
+		Queue: r.ResyncQueue(func(record string, err error) {
+			refused = append(refused, record)
+			if reconciler.KindOf(err) != reconciler.KindInvalid || !strings.Contains(err.Error(), "fixed_subnet_cidr") {
+				t.Errorf("%s: %v; want refused as invalid, naming the field", record, err)
+			}
+		}, func(rec *reconciler.ResyncRecord, sum reconciler.Summary) {
+			if sum.Err() != nil || sum.NoOp {
+				t.Errorf("%s: %+v %v; want its resync committed", rec.Path, sum, sum.Err())
+			}
+			committed++
+		}),
+	})
+	if want := []string{path.Join(dir, reconciler.RecordFile)}; err != nil || !slices.Equal(refused, want) || committed != 3 {
+		t.Errorf("resync: %v, refused %v, %d committed; want %v refused and the 3 others committed", err, refused, committed, want)
 	}
 	if now, _, _ := sink.Repo.ReadFile(path.Join(dir, generator.HelmReleaseFile)); string(now) != string(hr) {
 		t.Error("the refused cluster's HelmRelease changed")
@@ -552,13 +561,20 @@ func handEdit(t *testing.T, sink *reconciler.GitSink, file, from, to string) {
 // resync reconciles the resync of records through a Reconciler, as serve and the resync
 // command do.
 func resync(ctx context.Context, sink *reconciler.GitSink, p *reconciler.Pipeline, records []*reconciler.ResyncRecord) []reconciler.Summary {
-	r := &reconciler.Reconciler{Pipeline: p, Sink: sink, MaxGroup: len(records)}
-	r.Start()
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { r.Run(rctx); close(done) }()
-	defer func() { stop(); <-done }()
+	r, stop := running(sink, p, len(records))
+	defer stop()
 	return r.Resync(ctx, records)
+}
+
+// running runs a Reconciler of p committing to sink, maxGroup operations to a group, until
+// stop.
+func running(sink *reconciler.GitSink, p *reconciler.Pipeline, maxGroup int) (*reconciler.Reconciler, func()) {
+	r := &reconciler.Reconciler{Pipeline: p, Sink: sink, MaxGroup: maxGroup}
+	r.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	return r, func() { cancel(); <-done }
 }
 
 // resyncOne reconciles the resync of one cluster.

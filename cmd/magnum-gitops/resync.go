@@ -102,20 +102,16 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 	r, stop := runReconciler(ctx, p, sink, 0)
 	changed := 0
 	var failed error // the others were pushed: say so before failing
-	err = p.ResyncRecords(ctx, sink.Repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Refused: refuse, Queue: func(ctx context.Context, records []*reconciler.ResyncRecord) error {
-		for i, sum := range r.Resync(ctx, records) {
+	err = p.ResyncRecords(ctx, sink.Repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Refused: refuse,
+		Queue: r.ResyncQueue(refuse, func(rec *reconciler.ResyncRecord, sum reconciler.Summary) {
 			switch {
-			case sum.Kind() == reconciler.KindInvalid:
-				refuse(records[i].Path, sum.Err())
 			case sum.Err() != nil:
 				failed = cmp.Or(failed, sum.Err())
 			case !sum.NoOp:
 				changed++
-				fmt.Fprintf(stderr, "%s resync of cluster %s (%s)\n", sum.Revision[:10], records[i].Event.Cluster.Name, sum.StackID)
+				fmt.Fprintf(stderr, "%s resync of cluster %s (%s)\n", sum.Revision[:10], rec.Event.Cluster.Name, sum.StackID)
 			}
-		}
-		return ctx.Err()
-	}})
+		})})
 	stop()
 	if err := cmp.Or(err, failed); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -507,18 +508,16 @@ func runReconciler(p *reconciler.Pipeline, repo *gitrepo.Repo) (*reconciler.Reco
 // by r. It returns how many clusters changed.
 func resyncThrough(ctx context.Context, p *reconciler.Pipeline, r *reconciler.Reconciler, repo *gitrepo.Repo) (int, error) {
 	changed := 0
-	err := p.ResyncRecords(ctx, repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Queue: func(ctx context.Context, records []*reconciler.ResyncRecord) error {
-		for _, sum := range r.Resync(ctx, records) {
-			if err := sum.Err(); err != nil {
-				return err
-			}
-			if !sum.NoOp {
-				changed++
-			}
+	var failed error
+	err := p.ResyncRecords(ctx, repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Queue: r.ResyncQueue(nil, func(_ *reconciler.ResyncRecord, sum reconciler.Summary) {
+		switch {
+		case sum.Err() != nil:
+			failed = errors.Join(failed, sum.Err())
+		case !sum.NoOp:
+			changed++
 		}
-		return nil
-	}})
-	return changed, err
+	})})
+	return changed, errors.Join(err, failed)
 }
 
 // BenchmarkResyncCommit: a new version moves the HelmRelease of every one of 1,000

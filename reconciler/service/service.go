@@ -593,19 +593,14 @@ func (s *Service) resync(ctx context.Context) {
 			}
 		},
 		Refused: refused,
-		Queue: func(ctx context.Context, records []*reconciler.ResyncRecord) error {
-			for i, sum := range s.reconciler.Resync(ctx, records) {
-				switch {
-				case sum.Kind() == reconciler.KindInvalid:
-					refused(records[i].Path, sum.Err())
-				case sum.Err() != nil:
-					s.o.Log.Error("resync commit", "record", records[i].Path, "error", sum.Err())
-				case !sum.NoOp:
-					commits++
-				}
+		Queue: s.reconciler.ResyncQueue(refused, func(rec *reconciler.ResyncRecord, sum reconciler.Summary) {
+			switch {
+			case sum.Err() != nil:
+				s.o.Log.Error("resync commit", "record", rec.Path, "error", sum.Err())
+			case !sum.NoOp:
+				commits++
 			}
-			return ctx.Err()
-		},
+		}),
 	})
 	if err != nil {
 		s.o.Log.Error("resync", "error", err, "changed", commits)
