@@ -11,29 +11,54 @@ import (
 	"unicode"
 )
 
-// eventKeys are the top-level keys a ClusterEvent may have. Unknown top-level keys are
-// rejected (a typo there silently changes meaning); unknown keys inside cluster,
-// cluster_template and nodegroups are accepted because Magnum's objects carry many fields
-// the driver does not read.
-var eventKeys = []string{"apiVersion", "kind", "id", "operation", "nodegroup", "context",
-	"cluster", "cluster_template", "nodegroups", "resolved", "secrets", "params", "magnum", "adopted"}
-
-// strictSections are the event's sections that magnum-gitops defines, decoded strictly.
-var strictSections = []struct {
-	key  string
-	into func() any
+// eventFields are the top-level keys a ClusterEvent may have, each with the field it
+// decodes into. Unknown top-level keys are rejected (a typo there silently changes
+// meaning). The sections magnum-gitops defines are strict: a typo under secrets would
+// silently drop a Secret (and CAPI would then make a CA of its own). Unknown keys inside
+// cluster, cluster_template and nodegroups are accepted because Magnum's objects carry many
+// fields the driver does not read.
+var eventFields = []struct {
+	key    string
+	strict bool
+	field  func(*ClusterEvent) any
 }{
-	{"context", func() any { return &RequestContext{} }},
-	{"resolved", func() any { return &Resolved{} }},
-	{"secrets", func() any { return &SecretMaterial{} }},
-	{"params", func() any { return &Params{} }},
-	{"magnum", func() any { return &Origin{} }},
-	{"adopted", func() any { return &Adoption{} }},
+	{"apiVersion", false, func(ev *ClusterEvent) any { return &ev.APIVersion }},
+	{"kind", false, func(ev *ClusterEvent) any { return &ev.Kind }},
+	{"id", false, func(ev *ClusterEvent) any { return &ev.ID }},
+	{"operation", false, func(ev *ClusterEvent) any { return &ev.Operation }},
+	{"nodegroup", false, func(ev *ClusterEvent) any { return &ev.NodeGroup }},
+	{"context", true, func(ev *ClusterEvent) any { return &ev.Context }},
+	{"cluster", false, func(ev *ClusterEvent) any { return &ev.Cluster }},
+	{"cluster_template", false, func(ev *ClusterEvent) any { return &ev.ClusterTemplate }},
+	{"nodegroups", false, func(ev *ClusterEvent) any { return &ev.NodeGroups }},
+	{"resolved", true, func(ev *ClusterEvent) any { return &ev.Resolved }},
+	{"secrets", true, func(ev *ClusterEvent) any { return &ev.Secrets }},
+	{"params", true, func(ev *ClusterEvent) any { return &ev.Params }},
+	{"magnum", true, func(ev *ClusterEvent) any { return &ev.Magnum }},
+	{"adopted", true, func(ev *ClusterEvent) any { return &ev.Adopted }},
 }
+
+// eventKeys lists eventFields' keys, for the refusal of an unknown one.
+var eventKeys = func() []string {
+	keys := make([]string, len(eventFields))
+	for i, f := range eventFields {
+		keys[i] = f.key
+	}
+	return keys
+}()
 
 // DecodeEvent parses a ClusterEvent from YAML or JSON and checks its shape (apiVersion,
 // kind, operation, keys). Semantic rules are checked when it is rendered.
 func DecodeEvent(data []byte) (*ClusterEvent, error) {
+	if ev, ok := decodeMembers(data); ok {
+		return ev, nil
+	}
+	return decodeDocument(data)
+}
+
+// decodeDocument is DecodeEvent for any document: YAML, or JSON that decodeMembers does
+// not accept as it is. It finds and names every problem.
+func decodeDocument(data []byte) (*ClusterEvent, error) {
 	j, err := ToJSON(data)
 	if err != nil {
 		return nil, err
@@ -68,21 +93,29 @@ func DecodeEvent(data []byte) (*ClusterEvent, error) {
 		}
 		return nil, &FieldError{Field: "(document)", Message: decodeMessage(err)}
 	}
-	// Our own sections are strict: a typo under secrets would silently drop a Secret (and
-	// CAPI would then make a CA of its own). Magnum's objects stay tolerant.
-	for _, sec := range strictSections {
+	for _, sec := range eventFields {
 		raw, ok := top[sec.key]
-		if !ok || string(raw) == "null" {
+		if !sec.strict || !ok || string(raw) == "null" {
 			continue
 		}
 		sd := json.NewDecoder(bytes.NewReader(raw))
 		sd.DisallowUnknownFields()
-		if err := sd.Decode(sec.into()); err != nil {
+		if err := sd.Decode(sec.field(&ClusterEvent{})); err != nil {
 			if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 				p.add(sec.key, "unknown field %s", name)
 			}
 		}
 	}
+	checkEvent(&p, &ev)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return &ev, nil
+}
+
+// checkEvent checks what a decoded event must hold: its apiVersion, kind and operation,
+// its ids, text and counts.
+func checkEvent(p *problems, ev *ClusterEvent) {
 	if ev.APIVersion != APIVersion {
 		p.add("apiVersion", "must be %q, got %q", APIVersion, ev.APIVersion)
 	}
@@ -92,13 +125,9 @@ func DecodeEvent(data []byte) (*ClusterEvent, error) {
 	if !slices.Contains(Operations, ev.Operation) {
 		p.add("operation", "unknown operation %q (valid: %s)", ev.Operation, joinOps())
 	}
-	clusterID(&p, &ev)
-	checkText(&p, &ev)
-	checkCounts(&p, &ev)
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	return &ev, nil
+	clusterID(p, ev)
+	checkText(p, ev)
+	checkCounts(p, ev)
 }
 
 func joinOps() string {

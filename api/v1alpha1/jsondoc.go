@@ -29,7 +29,13 @@ func isJSONObject(data []byte) bool {
 // the token walk it replaces allocated for every token and took a third of decoding an
 // event.
 func checkJSON(data []byte) (ok bool, err error) {
-	c := jsonChecker{data: data}
+	return checkJSONMembers(data, nil)
+}
+
+// checkJSONMembers is checkJSON, appending the document's top-level members to members
+// when it is not nil.
+func checkJSONMembers(data []byte, members *[]member) (ok bool, err error) {
+	c := jsonChecker{data: data, members: members}
 	c.space()
 	if c.i == len(c.data) || c.data[c.i] != '{' {
 		return false, nil // a scalar document is not an event
@@ -55,6 +61,14 @@ type jsonChecker struct {
 	i    int
 	err  error // a rule of ToJSON broken by valid JSON
 	keys [][]byte
+	// members, when not nil, collects the document's top-level members (decodeMembers).
+	members *[]member
+}
+
+// member is a top-level key of a document, decoded, and the bytes of its value.
+type member struct {
+	key   string
+	value []byte
 }
 
 func (c *jsonChecker) space() {
@@ -130,8 +144,12 @@ func (c *jsonChecker) object(depth int) bool {
 		}
 		c.i++
 		c.space()
+		start := c.i
 		if !c.value(depth) {
 			return false
+		}
+		if depth == 1 && c.members != nil {
+			*c.members = append(*c.members, member{string(key), c.data[start:c.i]})
 		}
 		if more, ok := c.after('}'); !more {
 			return ok
