@@ -71,6 +71,9 @@ func TestGate(t *testing.T) {
 		changed func(hr, record string) string
 		// fromTree is whether every file of the second plan is the tree's own bytes.
 		fromTree bool
+		// next, when set, is the id of the event the second plan plans (the first's when
+		// empty).
+		next string
 	}{{
 		name: "an unchanged cluster is taken from the tree", gate: true, fromTree: true,
 	}, {
@@ -97,6 +100,9 @@ func TestGate(t *testing.T) {
 			return record
 		},
 		changed: func(_, record string) string { return record },
+	}, {
+		name: "the record the gate wrote for the event before is rewritten", gate: true, next: "the-next-event",
+		changed: func(_, record string) string { return record },
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,7 +118,16 @@ func TestGate(t *testing.T) {
 			if !tc.gate {
 				p.Gate = nil
 			}
-			second, err := p.Plan(create, res, tree)
+			ev := create
+			if tc.next != "" {
+				next := *create
+				next.ID, ev = tc.next, &next
+				var err error
+				if res, err = p.Render(context.Background(), ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			second, err := p.Plan(ev, res, tree)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +141,7 @@ func TestGate(t *testing.T) {
 			if want != "" && want != record && string(second.Changes[want]) != string(first.Changes[want]) {
 				t.Errorf("%s written again as\n%s\nwant\n%s", want, second.Changes[want], first.Changes[want])
 			}
-			if want == record && !strings.Contains(string(second.Changes[record]), `"id": "`+create.ID+`"`) {
+			if want == record && !strings.Contains(string(second.Changes[record]), `"id": "`+ev.ID+`"`) {
 				t.Errorf("the record written again is not the event's:\n%s", second.Changes[record])
 			}
 			// Secrets are left out: without a gate, the encrypter decrypts the tree's file

@@ -36,15 +36,22 @@ func (p *Pipeline) Render(ctx context.Context, ev *v1alpha1.ClusterEvent) (*gene
 	if ev.ID != "" {
 		digest = Digest(ev)
 	}
+	res, err := p.render(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	res.EventDigest = digest
+	return res, nil
+}
+
+// render is Render without the event's digest, for a render no retry will ask about
+// (a resync's: its commits carry no event).
+func (p *Pipeline) render(ctx context.Context, ev *v1alpha1.ClusterEvent) (*generator.Result, error) {
 	for _, r := range p.Resolvers {
 		if err := r.Resolve(ctx, ev); err != nil {
 			return nil, stepError("resolve", err)
 		}
 	}
 	res, err := generator.Render(ev, p.Config)
-	if err != nil {
-		return nil, stepError("render", err)
-	}
-	res.EventDigest = digest
-	return res, nil
+	return res, stepError("render", err)
 }

@@ -23,7 +23,8 @@ type Plan struct {
 	Changes map[string][]byte
 	// Old maps each changed path to what the tree held (nil when absent).
 	Old map[string][]byte
-	// Commit is the change for Git: Changes with a message a reviewer understands.
+	// Commit is the change for Git: Changes with a message a reviewer understands; zero
+	// when the plan changes nothing, which no one commits.
 	Commit gitrepo.Change
 
 	// Step is set when the event asks for a Kubernetes version more than one minor ahead of
@@ -111,6 +112,9 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 			pl.Changes[f] = nil
 			pl.Old[f] = have
 		}
+	}
+	if pl.NoOp() {
+		return pl, nil // most plans of a resync: nothing to describe
 	}
 	// The deployed HelmRelease (or Application) matters only when ours differs from it:
 	// when the bytes are equal, so are the chart version and the values, and the upgrade
