@@ -146,22 +146,37 @@ func (r *Reconciler) Resync(ctx context.Context, records []*ResyncRecord) []Summ
 	return sums
 }
 
-// ResyncQueue is the ResyncOptions.Queue that reconciles a resync's records with r (Resync).
-// A record its reconcile refuses as invalid input (it decodes but does not render) is told
-// to refused, like ResyncOptions.Refused's records that do not decode, and left as Git
-// holds it; every other answer (a commit, nothing to do, another error) is told to each.
-// The resync stops when ctx ends.
-func (r *Reconciler) ResyncQueue(refused func(record string, err error), each func(rec *ResyncRecord, sum Summary)) func(context.Context, []*ResyncRecord) error {
-	return func(ctx context.Context, records []*ResyncRecord) error {
-		for i, sum := range r.Resync(ctx, records) {
-			if sum.Err() != nil && sum.Kind() == KindInvalid && refused != nil {
-				refused(records[i].Path, sum.Err())
-				continue
+// ResyncOptions are the options of a resync whose records r reconciles (Resync): batches
+// of r.MaxGroup, two in flight, so that the next group waits in r's queue while one is
+// planned and committed (one at a time left r idle between groups a fifth of a first
+// resync). A record that does not decode, or that its reconcile refuses as invalid input
+// (it decodes but does not render), is told to refused and left as Git holds it; every
+// other answer (a commit, nothing to do, another error) is told to each. refused and each
+// are called one at a time. The resync stops when its context ends.
+func (r *Reconciler) ResyncOptions(refused func(record string, err error), each func(rec *ResyncRecord, sum Summary)) ResyncOptions {
+	var mu sync.Mutex
+	o := ResyncOptions{Batch: r.MaxGroup, InFlight: 2,
+		Queue: func(ctx context.Context, records []*ResyncRecord) error {
+			sums := r.Resync(ctx, records)
+			mu.Lock()
+			defer mu.Unlock()
+			for i, sum := range sums {
+				if sum.Err() != nil && sum.Kind() == KindInvalid && refused != nil {
+					refused(records[i].Path, sum.Err())
+					continue
+				}
+				each(records[i], sum)
 			}
-			each(records[i], sum)
+			return ctx.Err()
+		}}
+	if refused != nil {
+		o.Refused = func(record string, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			refused(record, err)
 		}
-		return ctx.Err()
 	}
+	return o
 }
 
 // submitAll queues ops (nil ones skipped) at once and waits for their answers, into sums.

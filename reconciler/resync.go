@@ -9,6 +9,7 @@ import (
 	"errors"
 	"maps"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -26,13 +27,16 @@ const TrailerResync = "Magnum-Resync"
 // ResyncOptions says what ResyncRecords hands the clusters it finds to.
 type ResyncOptions struct {
 	// Queue takes the records of the clusters whose directories may have moved, at most
-	// Batch at a time, in record order, one batch at a time: Reconciler.Resync, which
-	// renders them again in each cluster's reconcile. The next batch is read while it
-	// runs, so that a resync holds about two batches of records however many clusters
-	// there are. An error stops the resync.
+	// Batch at a time, in record order, InFlight batches at a time: Reconciler.Resync,
+	// which renders them again in each cluster's reconcile. The next batch is read while
+	// they run, so that a resync holds about InFlight+1 batches of records however many
+	// clusters there are. An error stops the resync.
 	Queue func(ctx context.Context, records []*ResyncRecord) error
 	// Batch bounds the records of one Queue call (DefaultMaxGroup when 0): a push's worth.
 	Batch int
+	// InFlight is how many Queue calls may run at once (1 when 0), each with its own
+	// batch; more than one needs a Queue safe for concurrent calls.
+	InFlight int
 	// Progress, when set, is called after each Batch of records read with the count done
 	// and the total.
 	Progress func(done, total int)
@@ -94,14 +98,16 @@ func (p *Pipeline) ResyncRecords(ctx context.Context, repo FileLister, o ResyncO
 	// unbuffered channel is what bounds the records held.
 	batches := make(chan []*ResyncRecord)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		for recs := range batches {
-			if err := o.Queue(gctx, recs); err != nil {
-				return err
+	for range max(o.InFlight, 1) {
+		g.Go(func() error {
+			for recs := range batches {
+				if err := o.Queue(gctx, recs); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	g.Go(func() error {
 		defer close(batches)
 		send := func(recs []*ResyncRecord) error {
@@ -138,28 +144,46 @@ func (p *Pipeline) ResyncRecords(ctx context.Context, repo FileLister, o ResyncO
 	return g.Wait()
 }
 
-// readWindow reads the records of a window, one after the other, and returns those of
-// directories not settled, in record order. A record that does not decode is told to
-// refused, when set, and skipped. One reader is enough: it reads the next window while the
-// reconciles of the last one render on every CPU, and more readers would only wait for
-// the object store's lock with them.
+// readWindow reads the records of a window and returns those of directories not
+// settled, in record order. A record that does not decode is told to refused, when set,
+// and skipped. The files are read one after the other (the object store has one lock),
+// and decoded side by side: decoding is most of reading a record.
 func (p *Pipeline) readWindow(ctx context.Context, repo FileLister, records []string, read *resyncRead, refused func(string, error)) ([]*ResyncRecord, error) {
 	var recs []*ResyncRecord
 	for _, f := range records {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rec, err := p.readRecord(repo, f, read)
-		switch {
-		case err != nil && refused != nil && KindOf(err) == KindInvalid:
-			refused(f, err)
-		case err != nil:
+		rec, err := p.readData(repo, f, read)
+		if err != nil {
 			return nil, err
-		case rec != nil:
+		}
+		if rec != nil {
 			recs = append(recs, rec)
 		}
 	}
-	return recs, nil
+	errs := make([]error, len(recs))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, rec := range recs {
+		g.Go(func() error {
+			rec.Event, errs[i] = ReadRecord(rec.Data)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	kept := recs[:0]
+	for i, rec := range recs {
+		switch err := stepError("read", errs[i]); {
+		case err != nil && refused != nil && KindOf(err) == KindInvalid:
+			refused(rec.Path, err)
+		case err != nil:
+			return nil, err
+		default:
+			kept = append(kept, rec)
+		}
+	}
+	return kept, nil
 }
 
 // records lists the record files under the clusters' roots: from the gate's hashes when
@@ -219,9 +243,9 @@ func (p *Pipeline) readForGate(repo FileLister) (*resyncRead, error) {
 	return read, nil
 }
 
-// readRecord reads and decodes one record; nil when its directory is settled (read says
-// so) or the record is gone.
-func (p *Pipeline) readRecord(repo FileLister, f string, read *resyncRead) (*ResyncRecord, error) {
+// readData reads one record, undecoded; nil when its directory is settled (read says so)
+// or the record is gone.
+func (p *Pipeline) readData(repo FileLister, f string, read *resyncRead) (*ResyncRecord, error) {
 	if read != nil && p.Gate.isSettled(read.key(path.Dir(f)), read.hashes) {
 		return nil, nil
 	}
@@ -232,11 +256,7 @@ func (p *Pipeline) readRecord(repo FileLister, f string, read *resyncRead) (*Res
 	if !ok {
 		return nil, nil
 	}
-	ev, err := ReadRecord(data)
-	if err != nil {
-		return nil, stepError("read", err)
-	}
-	return &ResyncRecord{Path: f, Data: data, Event: ev, read: read}, nil
+	return &ResyncRecord{Path: f, Data: data, read: read}, nil
 }
 
 // key is the gate's name for a cluster directory of this read.
@@ -256,7 +276,7 @@ func (p *Pipeline) PlanResync(ctx context.Context, rec *ResyncRecord, tree Tree)
 	if !ok || !bytes.Equal(cur, rec.Data) {
 		return nil, nil
 	}
-	res, err := p.Render(ctx, rec.Event)
+	res, err := p.render(ctx, rec.Event)
 	if err != nil {
 		return nil, err
 	}

@@ -369,6 +369,57 @@ func TestResyncBatches(t *testing.T) {
 	}
 }
 
+// TestResyncInFlight: with InFlight 2, two Queue calls run at once (the second batch is
+// handed over while the first is still queued), never three, and every record is handed
+// over once.
+func TestResyncInFlight(t *testing.T) {
+	t.Parallel()
+	p, sink := fleet(t)
+	upgraded := upgrade(p)
+	var (
+		mu        sync.Mutex
+		running   int
+		most      int
+		got       []string
+		bothBegan = make(chan struct{})
+	)
+	err := upgraded.ResyncRecords(context.Background(), sink.Repo, reconciler.ResyncOptions{Batch: 1, InFlight: 2,
+		Queue: func(_ context.Context, recs []*reconciler.ResyncRecord) error {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			if running == 2 {
+				select {
+				case <-bothBegan:
+				default:
+					close(bothBegan)
+				}
+			}
+			for _, rec := range recs {
+				got = append(got, rec.Path)
+			}
+			mu.Unlock()
+			// The first call returns only once a second one runs beside it.
+			select {
+			case <-bothBegan:
+			case <-time.After(10 * time.Second):
+				t.Error("no second Queue call while the first ran")
+			}
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil
+		},
+	})
+	if err != nil || len(got) != 4 || most != 2 {
+		t.Errorf("resync: %v, %d records handed over, at most %d calls at once; want 4 records, 2 calls at once", err, len(got), most)
+	}
+	slices.Sort(got)
+	if len(slices.Compact(got)) != len(got) {
+		t.Errorf("a record handed over twice: %v", got)
+	}
+}
+
 // TestResyncRefused: a record that does not decode (here, hand-edited with a field no
 // version knows) is told to Refused and left, and the other clusters are queued; without
 // Refused, it stops the resync as invalid input.
@@ -435,20 +486,17 @@ func TestResyncRefusedInReconcile(t *testing.T) {
 	defer stop()
 	var refused []string
 	committed := 0
-	err = upgraded.ResyncRecords(ctx, sink.Repo, reconciler.ResyncOptions{
-		Refused: func(string, error) { t.Error("a record that decodes was refused as undecodable") },
-		Queue: r.ResyncQueue(func(record string, err error) {
-			refused = append(refused, record)
-			if reconciler.KindOf(err) != reconciler.KindInvalid || !strings.Contains(err.Error(), "fixed_subnet_cidr") {
-				t.Errorf("%s: %v; want refused as invalid, naming the field", record, err)
-			}
-		}, func(rec *reconciler.ResyncRecord, sum reconciler.Summary) {
-			if sum.Err() != nil || sum.NoOp {
-				t.Errorf("%s: %+v %v; want its resync committed", rec.Path, sum, sum.Err())
-			}
-			committed++
-		}),
-	})
+	err = upgraded.ResyncRecords(ctx, sink.Repo, r.ResyncOptions(func(record string, err error) {
+		refused = append(refused, record)
+		if reconciler.KindOf(err) != reconciler.KindInvalid || !strings.Contains(err.Error(), "render") || !strings.Contains(err.Error(), "fixed_subnet_cidr") {
+			t.Errorf("%s: %v; want refused as invalid by its render, naming the field", record, err)
+		}
+	}, func(rec *reconciler.ResyncRecord, sum reconciler.Summary) {
+		if sum.Err() != nil || sum.NoOp {
+			t.Errorf("%s: %+v %v; want its resync committed", rec.Path, sum, sum.Err())
+		}
+		committed++
+	}))
 	if want := []string{path.Join(dir, reconciler.RecordFile)}; err != nil || !slices.Equal(refused, want) || committed != 3 {
 		t.Errorf("resync: %v, refused %v, %d committed; want %v refused and the 3 others committed", err, refused, committed, want)
 	}

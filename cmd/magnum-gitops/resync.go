@@ -102,16 +102,15 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 	r, stop := runReconciler(ctx, p, sink, 0)
 	changed := 0
 	var failed error // the others were pushed: say so before failing
-	err = p.ResyncRecords(ctx, sink.Repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Refused: refuse,
-		Queue: r.ResyncQueue(refuse, func(rec *reconciler.ResyncRecord, sum reconciler.Summary) {
-			switch {
-			case sum.Err() != nil:
-				failed = cmp.Or(failed, sum.Err())
-			case !sum.NoOp:
-				changed++
-				fmt.Fprintf(stderr, "%s resync of cluster %s (%s)\n", sum.Revision[:10], rec.Event.Cluster.Name, sum.StackID)
-			}
-		})})
+	err = p.ResyncRecords(ctx, sink.Repo, r.ResyncOptions(refuse, func(rec *reconciler.ResyncRecord, sum reconciler.Summary) {
+		switch {
+		case sum.Err() != nil:
+			failed = cmp.Or(failed, sum.Err())
+		case !sum.NoOp:
+			changed++
+			fmt.Fprintf(stderr, "%s resync of cluster %s (%s)\n", sum.Revision[:10], rec.Event.Cluster.Name, sum.StackID)
+		}
+	}))
 	stop()
 	if err := cmp.Or(err, failed); err != nil {
 		return err

@@ -509,14 +509,14 @@ func runReconciler(p *reconciler.Pipeline, repo *gitrepo.Repo) (*reconciler.Reco
 func resyncThrough(ctx context.Context, p *reconciler.Pipeline, r *reconciler.Reconciler, repo *gitrepo.Repo) (int, error) {
 	changed := 0
 	var failed error
-	err := p.ResyncRecords(ctx, repo, reconciler.ResyncOptions{Batch: r.MaxGroup, Queue: r.ResyncQueue(nil, func(_ *reconciler.ResyncRecord, sum reconciler.Summary) {
+	err := p.ResyncRecords(ctx, repo, r.ResyncOptions(nil, func(_ *reconciler.ResyncRecord, sum reconciler.Summary) {
 		switch {
 		case sum.Err() != nil:
 			failed = errors.Join(failed, sum.Err())
 		case !sum.NoOp:
 			changed++
 		}
-	})})
+	}))
 	return changed, errors.Join(err, failed)
 }
 

@@ -584,24 +584,21 @@ func (s *Service) resync(ctx context.Context) {
 	refused := func(record string, err error) {
 		s.o.Log.Error("resync: the cluster's record does not render; left as it is", "record", record, "error", err)
 	}
-	err := s.o.Pipeline.ResyncRecords(ctx, s.o.Sink.Repo, reconciler.ResyncOptions{
-		Batch: s.reconciler.MaxGroup,
-		Progress: func(done, total int) {
-			if time.Since(last) > 5*time.Second || done == total {
-				last = time.Now()
-				s.o.Log.Info("resync", "done", done, "total", total, "rate", float64(done)/time.Since(start).Seconds())
-			}
-		},
-		Refused: refused,
-		Queue: s.reconciler.ResyncQueue(refused, func(rec *reconciler.ResyncRecord, sum reconciler.Summary) {
-			switch {
-			case sum.Err() != nil:
-				s.o.Log.Error("resync commit", "record", rec.Path, "error", sum.Err())
-			case !sum.NoOp:
-				commits++
-			}
-		}),
+	o := s.reconciler.ResyncOptions(refused, func(rec *reconciler.ResyncRecord, sum reconciler.Summary) {
+		switch {
+		case sum.Err() != nil:
+			s.o.Log.Error("resync commit", "record", rec.Path, "error", sum.Err())
+		case !sum.NoOp:
+			commits++
+		}
 	})
+	o.Progress = func(done, total int) {
+		if time.Since(last) > 5*time.Second || done == total {
+			last = time.Now()
+			s.o.Log.Info("resync", "done", done, "total", total, "rate", float64(done)/time.Since(start).Seconds())
+		}
+	}
+	err := s.o.Pipeline.ResyncRecords(ctx, s.o.Sink.Repo, o)
 	if err != nil {
 		s.o.Log.Error("resync", "error", err, "changed", commits)
 		return
