@@ -37,6 +37,12 @@ const settledSize = 1 << 15
 // A Gate is safe for concurrent plans; the zero value is ready and a nil *Gate gates
 // nothing (a one-shot command has nothing to remember).
 type Gate struct {
+	// Build identifies the code that renders (a released version, or a clean checkout's
+	// revision); the settled directories are kept under it, and saved only when it is set.
+	Build string
+	// File, when set, is where Save keeps the settled directories and Load finds them.
+	File string
+
 	mu sync.Mutex
 	// known maps an input digest (an object's JSON, with what its encoding depends on) to
 	// the SHA-256 of a file that holds it.
@@ -56,7 +62,8 @@ type Gate struct {
 type pathHash struct{ path, hash string }
 
 // settledKey names a cluster directory's tree under a pipeline's settings (settings is
-// a digest of them): what one pipeline rendered to nothing, another may not.
+// a digest of them, with the Gate's Build): what one pipeline rendered to nothing, another
+// may not.
 func settledKey(settings [sha256.Size]byte, dirHash string) [sha256.Size]byte {
 	h := sha256.New()
 	h.Write(settings[:])

@@ -224,11 +224,11 @@ func (p *Pipeline) readForGate(repo FileLister) (*resyncRead, error) {
 	if p.Gate == nil || !ok {
 		return nil, nil
 	}
-	cfg, err := json.Marshal(p.Config)
+	settings, err := p.settings()
 	if err != nil {
 		return nil, nil // settings it cannot digest: no gate
 	}
-	read := &resyncRead{commit: h.Commit(), settings: sha256.Sum256(cfg)}
+	read := &resyncRead{commit: h.Commit(), settings: settings}
 	for _, root := range p.Config.Roots() {
 		at, err := h.Hashes(root)
 		if err != nil {
@@ -241,6 +241,25 @@ func (p *Pipeline) readForGate(repo FileLister) (*resyncRead, error) {
 		maps.Copy(read.hashes, at)
 	}
 	return read, nil
+}
+
+// settings digests what a plan's outcome depends on besides the tree: the generator's
+// configuration, how Secrets are written, and the build that renders.
+func (p *Pipeline) settings() ([sha256.Size]byte, error) {
+	cfg, err := json.Marshal(p.Config)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	build := ""
+	if p.Gate != nil {
+		build = p.Gate.Build
+	}
+	h := sha256.New()
+	h.Write(cfg)
+	h.Write([]byte("\x00" + p.Secrets.encoding() + "\x00" + build))
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum, nil
 }
 
 // readData reads one record, undecoded; nil when its directory is settled (read says so)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -557,11 +558,15 @@ func TestResyncSkipsSettledClusters(t *testing.T) {
 			change: func(t *testing.T, p *reconciler.Pipeline, _ *reconciler.GitSink) *reconciler.Pipeline {
 				return upgrade(p)
 			}},
+		// A new process: its gate loads what the first one saved.
+		{name: "a restart of the same build", reads: 0, plan: 0, change: restart("build-1")},
+		{name: "a restart of another build", reads: 4, plan: 0, change: restart("build-2")},
+		{name: "a restart of a build from modified sources", reads: 4, plan: 0, change: restart("")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p, sink := fleet(t)
-			p.Gate = &reconciler.Gate{}
+			p.Gate = &reconciler.Gate{Build: "build-1", File: filepath.Join(t.TempDir(), "settled")}
 			ctx := context.Background()
 			resync := func(p *reconciler.Pipeline) (reads, plans int) {
 				t.Helper()
@@ -587,6 +592,23 @@ func TestResyncSkipsSettledClusters(t *testing.T) {
 				t.Errorf("second resync: %d records read, %d plans; want %d and %d", reads, plans, tc.reads, tc.plan)
 			}
 		})
+	}
+}
+
+// restart is the pipeline of a new process of the given build: the old gate saved, a new
+// one loaded.
+func restart(build string) func(t *testing.T, p *reconciler.Pipeline, _ *reconciler.GitSink) *reconciler.Pipeline {
+	return func(t *testing.T, p *reconciler.Pipeline, _ *reconciler.GitSink) *reconciler.Pipeline {
+		t.Helper()
+		if err := p.Gate.Save(); err != nil {
+			t.Fatal(err)
+		}
+		q := *p
+		q.Gate = &reconciler.Gate{Build: build, File: p.Gate.File}
+		if err := q.Gate.Load(); err != nil {
+			t.Fatal(err)
+		}
+		return &q
 	}
 }
 

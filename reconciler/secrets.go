@@ -42,10 +42,23 @@ func (sp SecretPolicy) encoder(res *generator.Result, existing func(string) ([]b
 // in the file the encoder would write keeps that file.
 func (sp SecretPolicy) gated(g *Gate, enc generator.SecretEncoder, dir string, tree Tree) generator.SecretEncoder {
 	if sp.Encrypter != nil {
-		return g.secrets(enc, "sops age "+strings.Join(sp.Encrypter.Recipients(), ","),
-			func(base string) string { return base + sopsenc.FileSuffix }, dir, tree)
+		return g.secrets(enc, sp.encoding(), func(base string) string { return base + sopsenc.FileSuffix }, dir, tree)
 	}
-	return g.secrets(enc, "plaintext", func(base string) string { return base + ".yaml" }, dir, tree)
+	return g.secrets(enc, sp.encoding(), func(base string) string { return base + ".yaml" }, dir, tree)
+}
+
+// encoding names how the policy writes Secrets, with what a written file depends on
+// besides the plaintext (the recipients).
+func (sp SecretPolicy) encoding() string {
+	switch {
+	case sp.Omit:
+		return "omitted"
+	case sp.Encrypter != nil:
+		return "sops age " + strings.Join(sp.Encrypter.Recipients(), ",")
+	case sp.Plaintext:
+		return "plaintext"
+	}
+	return "refused"
 }
 
 // addCreationRules writes the repository's .sops.yaml when the change holds encrypted

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -107,7 +108,14 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if file.Git.CacheDir == "" {
+	if file.Git.CacheDir != "" {
+		// The clone outlives the process: so does what the gate knows to be as rendered,
+		// under this build (none for a build from modified sources).
+		p.Gate.Build, p.Gate.File = buildID(), filepath.Join(file.Git.CacheDir, settledFile)
+		if err := p.Gate.Load(); err != nil {
+			log.Warn("gate: the settled clusters kept at the last stop do not load; the first resync renders every cluster", "error", err)
+		}
+	} else {
 		// In memory, go-git's store keeps every object of the history in the heap, which
 		// then grows with every commit the service makes (BenchmarkOpen): serve always
 		// keeps its clone on disk.

@@ -426,28 +426,43 @@ func BenchmarkResync(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
-	// first is the resync a freshly started service makes, when its gate knows nothing and
-	// every object is serialised once; again is every resync after it.
+	// first is the resync of a service started with a new build (or settings), whose gate
+	// knows nothing: every object is serialised once; again is every resync after it;
+	// restart is the first resync of a service started again with the same build, whose
+	// gate loads what the last one saved (the load is timed).
 	for _, keep := range []struct {
-		name string
-		gate bool
-	}{{"first", false}, {"again", true}} {
+		name       string
+		gate, load bool
+	}{{"first", false, false}, {"again", true, false}, {"restart", true, true}} {
 		b.Run(keep.name, func(b *testing.B) {
-			p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}}
+			gate := func() *reconciler.Gate {
+				return &reconciler.Gate{Build: "bench", File: filepath.Join(b.TempDir(), "settled")}
+			}
+			p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: gate()}
 			r, stop := runReconciler(p, repo)
 			defer stop()
 			if keep.gate {
 				if _, err := resyncThrough(context.Background(), p, r, repo); err != nil {
 					b.Fatal(err)
 				}
+				if err := p.Gate.Save(); err != nil {
+					b.Fatal(err)
+				}
 			}
+			saved := p.Gate.File
 			runtime.GC()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if !keep.gate {
+				switch {
+				case !keep.gate:
 					b.StopTimer()
-					p.Gate = &reconciler.Gate{}
+					p.Gate = gate()
 					b.StartTimer()
+				case keep.load:
+					p.Gate = &reconciler.Gate{Build: "bench", File: saved}
+					if err := p.Gate.Load(); err != nil {
+						b.Fatal(err)
+					}
 				}
 				changed, err := resyncThrough(context.Background(), p, r, repo)
 				if err != nil {

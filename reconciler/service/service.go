@@ -581,10 +581,13 @@ func (s *Service) resync(ctx context.Context) {
 	if err := s.o.Sink.Publish(ctx, s.o.Pipeline.Config); err != nil {
 		s.o.Log.Error("resync: publishing the namespaces' branches", "error", err)
 	}
+	rendered := 0 // the clusters the gate did not know to be as rendered
 	refused := func(record string, err error) {
+		rendered++
 		s.o.Log.Error("resync: the cluster's record does not render; left as it is", "record", record, "error", err)
 	}
 	o := s.reconciler.ResyncOptions(refused, func(rec *reconciler.ResyncRecord, sum reconciler.Summary) {
+		rendered++
 		switch {
 		case sum.Err() != nil:
 			s.o.Log.Error("resync commit", "record", rec.Path, "error", sum.Err())
@@ -604,5 +607,8 @@ func (s *Service) resync(ctx context.Context) {
 		return
 	}
 	s.m.resync.Observe(time.Since(start).Seconds())
-	s.o.Log.Info("resync done", "changed", commits, "duration", time.Since(start))
+	s.o.Log.Info("resync done", "changed", commits, "rendered", rendered, "duration", time.Since(start))
+	if err := s.o.Pipeline.Gate.Save(); err != nil {
+		s.o.Log.Warn("resync: the settled clusters are not kept for the next start", "error", err)
+	}
 }

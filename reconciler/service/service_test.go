@@ -419,6 +419,57 @@ func TestResyncAtStart(t *testing.T) {
 	}
 }
 
+// TestResyncAtStartKeepsSettled: a service whose gate saves what it knows keeps, across a
+// restart of the same build, the clusters its last resync found as rendered: the first
+// resync of the next start renders none of them.
+func TestResyncAtStartKeepsSettled(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "settled")
+	kept := func(o *service.Options) {
+		o.Pipeline.Gate = &reconciler.Gate{Build: "build-1", File: file}
+		if err := o.Pipeline.Gate.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := start(t, kept)
+	h.resyncsDone(1)
+	if code, ans := h.post(clusterEvent(t, 0, 1)); code != http.StatusOK {
+		t.Fatalf("create: %d %v", code, ans)
+	}
+	h.restart(kept) // its resync renders the cluster, finds it as rendered and saves that
+	h.resyncsDone(2)
+	h.restart(kept)
+	if got, want := h.resyncsDone(3), []float64{0, 1, 0}; !slices.Equal(got, want) {
+		t.Errorf("clusters rendered by the resync of each start: %v, want %v", got, want)
+	}
+}
+
+// resyncsDone waits until the service logged n resyncs done, and returns how many
+// clusters each rendered.
+func (h *harness) resyncsDone(n int) []float64 {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var rendered []float64
+		for _, line := range strings.Split(h.logs.String(), "\n") {
+			var l struct {
+				Msg      string  `json:"msg"`
+				Rendered float64 `json:"rendered"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "resync done" {
+				rendered = append(rendered, l.Rendered)
+			}
+		}
+		if len(rendered) >= n {
+			return rendered
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%d resyncs done; want %d", len(rendered), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // gate is a Resolver that holds the reconcile of one event (by id) until released: while
 // it holds, every event posted waits, each cluster's in the order the handlers submitted
 // them, and all of them form the next group.
