@@ -207,7 +207,7 @@ func (g *Gate) record(tree Tree, path string, want []byte) ([]byte, error) {
 // wroteRecord reports whether the record file have is one the gate remembers writing
 // (remember(sha256(b), b) above): a record in the current encoding, which holds another
 // event when its bytes are not want's. Each event of a cluster finds the record of the one
-// before it, and deciding that by decoding and encoding it again was a tenth of a plan.
+// before it, and deciding that by decoding and encoding it again costs a tenth of a plan.
 func (g *Gate) wroteRecord(have []byte) bool {
 	if g == nil {
 		return false

@@ -147,9 +147,8 @@ func (r *Reconciler) Resync(ctx context.Context, records []*ResyncRecord) []Summ
 }
 
 // ResyncOptions are the options of a resync whose records r reconciles (Resync): batches
-// of r.MaxGroup, two in flight, so that the next group waits in r's queue while one is
-// planned and committed (one at a time left r idle between groups a fifth of a first
-// resync). A record that does not decode, or that its reconcile refuses as invalid input
+// of r.MaxGroup, two in flight, so that the next group already waits in r's queue while
+// one is planned and committed, and r is not idle between groups. A record that does not decode, or that its reconcile refuses as invalid input
 // (it decodes but does not render), is told to refused and left as Git holds it; every
 // other answer (a commit, nothing to do, another error) is told to each. refused and each
 // are called one at a time. The resync stops when its context ends.
