@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"debug/buildinfo"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -795,6 +796,32 @@ func (h *harness) startServe() {
 		"--source", "api", "--kubeconfig", h.kubeconfig}, env)
 	// /readyz: the Git remote answers and the status cache has synced.
 	h.waitHTTP(h.serveProc, h.serveURL+"/readyz", 2*time.Minute)
+}
+
+// checkSettledKept: serve built from a clean checkout keeps what its resync at start
+// found as rendered beside its clone in git.cache_dir, for its next start
+// (docs/service.md#resync); built from modified sources, it keeps nothing.
+func (h *harness) checkSettledKept() {
+	h.t.Helper()
+	bi, err := buildinfo.ReadFile(h.bin.magnum)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	clean := false
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.modified" {
+			clean = s.Value == "false"
+		}
+	}
+	file := filepath.Join(h.work, "magnum-gitops-cache", "magnum-gitops-settled")
+	if !clean {
+		h.t.Logf("%s is built from modified sources (or without VCS stamps): serve keeps no settled clusters", h.bin.magnum)
+		return
+	}
+	h.waitFor("serve to keep its settled clusters in "+file, time.Minute, func() (bool, string) {
+		_, err := os.Stat(file)
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // headRevision is main on the Git server.

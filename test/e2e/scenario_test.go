@@ -125,6 +125,7 @@ func median(d []time.Duration) time.Duration {
 
 func runCreateResizeDelete(t *testing.T, b *binaries, mode string, requested bool) []timing {
 	h := newHarness(t, b, requested)
+	h.checkSettledKept()
 	events := filepath.Join(testenv.RepoRoot(), "fixtures", "events")
 	dir := t.TempDir()
 
