@@ -17,7 +17,7 @@ help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build bin/magnum-gitops
-	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/magnum-gitops
+	$(GO) build -buildvcs=auto $(GOFLAGS) -o $(BIN) ./cmd/magnum-gitops # the revision: serve keeps its settled clusters under it
 
 test: testbin lint test-driver ## Run every test (builds the test binaries on first use)
 	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" $(GO) test $(GOFLAGS) -count=1 -timeout 30m $(PKGS)
