@@ -41,10 +41,11 @@ func (sp SecretPolicy) encoder(res *generator.Result, existing func(string) ([]b
 // gated wraps the encoder of res's Secrets in the gate: a Secret the tree already holds
 // in the file the encoder would write keeps that file.
 func (sp SecretPolicy) gated(g *Gate, enc generator.SecretEncoder, dir string, tree Tree) generator.SecretEncoder {
+	suffix := ".yaml"
 	if sp.Encrypter != nil {
-		return g.secrets(enc, sp.encoding(), func(base string) string { return base + sopsenc.FileSuffix }, dir, tree)
+		suffix = sopsenc.FileSuffix
 	}
-	return g.secrets(enc, sp.encoding(), func(base string) string { return base + ".yaml" }, dir, tree)
+	return g.secrets(enc, sp.encoding(), func(base string) string { return base + suffix }, dir, tree)
 }
 
 // encoding names how the policy writes Secrets, with what a written file depends on
