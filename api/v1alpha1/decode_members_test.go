@@ -36,10 +36,11 @@ func fixtureJSON(t testing.TB) map[string][]byte {
 func TestDecodeMembers(t *testing.T) {
 	t.Parallel()
 	valid := `{"apiVersion":"magnum-gitops.io/v1alpha1","kind":"ClusterEvent","operation":"create_cluster","cluster":{"uuid":"u","name":"n"}}`
-	cases := []struct {
+	type decodeCase struct {
 		name, doc string
-		taken     bool
-	}{
+		taken     bool // by decodeMembers
+	}
+	cases := []decodeCase{
 		{"valid", valid, true},
 		{"escaped key", strings.Replace(valid, `"kind"`, `"\u006bind"`, 1), true},
 		{"magnum's unknown field", strings.Replace(valid, `"name":"n"`, `"name":"n","health_status":"HEALTHY"`, 1), true},
@@ -54,10 +55,7 @@ func TestDecodeMembers(t *testing.T) {
 		{"trailing document", valid + ` {}`, false},
 	}
 	for name, doc := range fixtureJSON(t) {
-		cases = append(cases, struct {
-			name, doc string
-			taken     bool
-		}{name, string(doc), true})
+		cases = append(cases, decodeCase{name, string(doc), true})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
