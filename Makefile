@@ -8,6 +8,14 @@ BENCHTIME ?= 1s
 # The first `make test` builds kube-apiserver from the Go module proxy (~10 min on 2 cores)
 # and caches it; later runs reuse it.
 TESTBIN_DIR = $(shell hack/testbin.sh 2>/dev/null | tail -n 1)
+# One version for the binary, the image, the chart and the shim: the VERSION file. The date
+# is the commit's, so that the same commit builds the same bytes.
+VERSION   ?= $(shell cat VERSION)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS_VERSION = -X github.com/magnum-gitops/magnum-gitops/internal/buildinfo.Version=$(VERSION) \
+  -X github.com/magnum-gitops/magnum-gitops/internal/buildinfo.Commit=$(COMMIT) \
+  -X github.com/magnum-gitops/magnum-gitops/internal/buildinfo.Date=$(DATE)
 
 export GOTOOLCHAIN := local
 
@@ -17,7 +25,7 @@ help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build bin/magnum-gitops
-	$(GO) build -buildvcs=auto $(GOFLAGS) -o $(BIN) ./cmd/magnum-gitops # the revision: serve keeps its settled clusters under it
+	$(GO) build -buildvcs=auto $(GOFLAGS) -ldflags '$(LDFLAGS_VERSION)' -o $(BIN) ./cmd/magnum-gitops # the revision: serve keeps its settled clusters under it
 
 test: testbin lint test-driver ## Run every test (builds the test binaries on first use)
 	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" $(GO) test $(GOFLAGS) -count=1 -timeout 30m $(PKGS)
