@@ -12,8 +12,9 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 )
 
-// TestDeployedConfig: the service's ConfigMap in deploy/ holds a configuration that loads
-// and whose SOPS recipients the encrypter takes.
+// TestDeployedConfig: the service's ConfigMap in deploy/service (rendered from the chart,
+// deploy/chart/magnum-gitops) holds a configuration that loads, listens on every address of
+// the pod, and whose SOPS recipients the encrypter takes.
 func TestDeployedConfig(t *testing.T) {
 	t.Parallel()
 	cm, err := os.ReadFile("../../deploy/service/config.yaml")
@@ -28,8 +29,12 @@ func TestDeployedConfig(t *testing.T) {
 	}
 	deployed := filepath.Join(t.TempDir(), "deployed.yaml")
 	os.WriteFile(deployed, []byte(doc.Data["config.yaml"]), 0o644)
-	if c, err := config.Load(deployed); err != nil || c.Serve.Listen != "0.0.0.0:8080" {
-		t.Errorf("deploy/service/config.yaml: %v", err)
+	c, err := config.Load(deployed)
+	if err != nil {
+		t.Fatalf("deploy/service/config.yaml: %v", err)
+	}
+	if c.Serve.Listen != ":8080" || c.Serve.OpsListen != ":8081" {
+		t.Errorf("deploy/service/config.yaml: listen %q, ops_listen %q, want :8080 and :8081", c.Serve.Listen, c.Serve.OpsListen)
 	} else if c.Flux.Layout != generator.LayoutBranchPerNamespace || c.Flux.Git.URL != c.Git.URL {
 		t.Errorf("deploy/service/config.yaml: layout %q fetching %q, want branch-per-namespace fetching git.url", c.Flux.Layout, c.Flux.Git.URL)
 	} else if _, err := sopsenc.New(sopsenc.Options{AgeRecipients: c.Sops.AgeRecipients, DigestKey: make([]byte, 32)}); err != nil {
