@@ -27,6 +27,17 @@ help: ## Show this help
 build: ## Build bin/magnum-gitops
 	$(GO) build -buildvcs=auto $(GOFLAGS) -ldflags '$(LDFLAGS_VERSION)' -o $(BIN) ./cmd/magnum-gitops # the revision: serve keeps its settled clusters under it
 
+# The service's Helm chart (deploy/chart/magnum-gitops), through the Helm SDK in go.mod
+# (hack/chart): linted with each of its ci/ values files, packaged with VERSION as version
+# and appVersion, its files dated by the commit, so the same commit gives the same bytes.
+CHART_OUT ?= bin
+.PHONY: chart deploy-manifests
+chart: ## Lint and package the Helm chart into bin/magnum-gitops-VERSION.tgz (CHART_OUT=dir)
+	$(GO) run ./hack/chart package -version $(VERSION) -date $(DATE) -out $(CHART_OUT)
+
+deploy-manifests: ## Render deploy/service (kubectl apply -f) from the Helm chart
+	$(GO) run ./hack/chart manifests -out deploy/service
+
 test: testbin lint test-driver ## Run every test (builds the test binaries on first use)
 	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" $(GO) test $(GOFLAGS) -count=1 -timeout 30m $(PKGS)
 
