@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"filippo.io/age"
-	"github.com/getsops/sops/v3/decrypt"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"sigs.k8s.io/yaml"
@@ -29,6 +28,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
+	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv/keystone"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv/magnumstandin"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
@@ -252,17 +252,15 @@ func (f *pollFixture) commits(t *testing.T) []commit {
 }
 
 // show is a file at the remote's head ("" when absent).
-// decrypted is a SOPS file of main decrypted with the sops library Flux builds on, or ""
-// when the file is not there.
+// decrypted is a SOPS file of main decrypted with its age identity (sopsenc.Decrypt checks
+// the MAC as Flux's sops library does), or "" when the file is not there.
 func (f *pollFixture) decrypted(t *testing.T, path string) string {
 	t.Helper()
 	enc := f.show(t, path)
 	if enc == "" {
 		return ""
 	}
-	t.Setenv("SOPS_AGE_KEY", f.age.String())
-	t.Setenv("SOPS_AGE_KEY_FILE", "")
-	plain, err := decrypt.Data([]byte(enc), "yaml")
+	plain, err := sopsenc.Decrypt([]byte(enc), f.age.String())
 	if err != nil {
 		t.Fatalf("decrypting %s: %v", path, err)
 	}

@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
+	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 
 	"filippo.io/age"
-	"github.com/getsops/sops/v3/decrypt"
 )
 
 // sopsConfigFile writes a configuration with a fresh age recipient and digest key.
@@ -85,8 +85,7 @@ func TestRenderEncryptsAndIsIdempotent(t *testing.T) {
 	if !strings.Contains(string(k), "secret-ca.sops.yaml") {
 		t.Errorf("kustomization does not list the encrypted files:\n%s", k)
 	}
-	t.Setenv("SOPS_AGE_KEY", id.String())
-	plain, err := decrypt.Data(enc, "yaml")
+	plain, err := sopsenc.Decrypt(enc, id.String())
 	if err != nil || !strings.Contains(string(plain), "application_credential_secret: fixture-appcred-secret-NOT-REAL-7f3a") {
 		t.Fatalf("decrypt: %v\n%s", err, plain)
 	}

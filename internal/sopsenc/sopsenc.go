@@ -27,13 +27,6 @@ import (
 	"time"
 
 	"filippo.io/age"
-	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/aes"
-	sopsage "github.com/getsops/sops/v3/age"
-	"github.com/getsops/sops/v3/config"
-	"github.com/getsops/sops/v3/keys"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-	"github.com/getsops/sops/v3/version"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -99,7 +92,7 @@ func (o *Options) Validate() error {
 type Encrypter struct {
 	recipients []string
 	digestKey  []byte
-	identity   string
+	identities []age.Identity
 	now        func() time.Time
 	// rules holds CreationRules' document by path: every plan that writes a Secret asks.
 	rules sync.Map
@@ -117,7 +110,11 @@ func New(o Options) (*Encrypter, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Encrypter{recipients: rs, digestKey: o.DigestKey, identity: o.Identity, now: now}, nil
+	var ids []age.Identity
+	if o.Identity != "" {
+		ids, _ = age.ParseIdentities(strings.NewReader(o.Identity)) // Validate parsed it
+	}
+	return &Encrypter{recipients: rs, digestKey: o.DigestKey, identities: ids, now: now}, nil
 }
 
 // Recipients returns the age recipients every file is encrypted for, sorted.
@@ -162,39 +159,7 @@ func (e *Encrypter) Encrypt(s *corev1.Secret) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	store := sopsyaml.NewStore(&config.YAMLStoreConfig{})
-	branches, err := store.LoadPlainFile(doc)
-	if err != nil {
-		return nil, fmt.Errorf("sops: loading the Secret: %w", err)
-	}
-	var group sops.KeyGroup
-	for _, r := range e.recipients {
-		k, err := sopsage.MasterKeyFromRecipient(r)
-		if err != nil {
-			return nil, fmt.Errorf("sops: recipient: %w", err)
-		}
-		group = append(group, keys.MasterKey(k))
-	}
-	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{
-		KeyGroups:      []sops.KeyGroup{group},
-		EncryptedRegex: EncryptedRegex,
-		Version:        version.Version,
-	}}
-	dataKey, errs := tree.GenerateDataKey()
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("sops: sealing the data key: %w", errors.Join(errs...))
-	}
-	cipher := aes.NewCipher()
-	mac, err := tree.Encrypt(dataKey, cipher)
-	if err != nil {
-		return nil, fmt.Errorf("sops: encrypting: %w", err)
-	}
-	tree.Metadata.LastModified = e.now().UTC().Truncate(time.Second)
-	tree.Metadata.MessageAuthenticationCode, err = cipher.Encrypt(mac, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
-	if err != nil {
-		return nil, fmt.Errorf("sops: encrypting the MAC: %w", err)
-	}
-	return store.EmitEncryptedFile(tree)
+	return seal(doc, e.recipients, e.now())
 }
 
 // digest is the keyed digest of a Secret's plaintext and the recipient list.
@@ -242,7 +207,7 @@ func (e *Encrypter) Unchanged(old []byte, s *corev1.Secret) (bool, error) {
 		}
 		return hmac.Equal([]byte(meta.Metadata.Annotations[DigestAnnotation]), []byte(want)), nil
 	}
-	plain, err := e.decrypt(old)
+	plain, err := decrypt(old, e.identities)
 	if err != nil {
 		return false, nil
 	}
@@ -251,44 +216,6 @@ func (e *Encrypter) Unchanged(old []byte, s *corev1.Secret) (bool, error) {
 		return false, err
 	}
 	return canonicalEqual(plain, want), nil
-}
-
-// decrypt opens an encrypted file with the configured identity and checks its MAC, so a
-// damaged or tampered file is never kept as "unchanged".
-func (e *Encrypter) decrypt(data []byte) ([]byte, error) {
-	ids := sopsage.ParsedIdentities{}
-	if err := ids.Import(e.identity); err != nil {
-		return nil, err
-	}
-	store := sopsyaml.NewStore(&config.YAMLStoreConfig{})
-	tree, err := store.LoadEncryptedFile(data)
-	if err != nil {
-		return nil, err
-	}
-	var dataKey []byte
-	for _, g := range tree.Metadata.KeyGroups {
-		for _, k := range g {
-			if ak, ok := k.(*sopsage.MasterKey); ok && dataKey == nil {
-				ids.ApplyToMasterKey(ak)
-				if dk, err := ak.Decrypt(); err == nil {
-					dataKey = dk
-				}
-			}
-		}
-	}
-	if dataKey == nil {
-		return nil, errors.New("sops: the configured identity opens no data key of this file")
-	}
-	cipher := aes.NewCipher()
-	mac, err := tree.Decrypt(dataKey, cipher)
-	if err != nil {
-		return nil, err
-	}
-	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
-	if err != nil || stored != mac {
-		return nil, errors.New("sops: MAC mismatch")
-	}
-	return store.EmitPlainFile(tree.Branches)
 }
 
 // canonicalEqual compares two YAML documents as data, ignoring the digest annotation.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"filippo.io/age"
-	"github.com/getsops/sops/v3/decrypt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -50,12 +49,11 @@ func encrypter(t *testing.T, o sopsenc.Options) *sopsenc.Encrypter {
 	return e
 }
 
-// decryptLikeFlux decrypts with the sops decrypt package, the library Flux builds on.
-func decryptLikeFlux(t *testing.T, id *age.X25519Identity, data []byte) (*corev1.Secret, error) {
+// decryptAge decrypts with sopsenc.Decrypt, which opens files the sops library wrote
+// (format_test.go); Flux's kustomize-controller decrypts ours in make e2e.
+func decryptAge(t *testing.T, id *age.X25519Identity, data []byte) (*corev1.Secret, error) {
 	t.Helper()
-	t.Setenv("SOPS_AGE_KEY", id.String())
-	t.Setenv("SOPS_AGE_KEY_FILE", "")
-	plain, err := decrypt.Data(data, "yaml")
+	plain, err := sopsenc.Decrypt(data, id.String())
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +90,7 @@ func TestRoundTrip(t *testing.T) {
 					t.Errorf("%q must stay readable for Flux:\n%s", clear, enc)
 				}
 			}
-			got, err := decryptLikeFlux(t, id, enc)
+			got, err := decryptAge(t, id, enc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,11 +121,11 @@ func TestTamperedMACFailsToDecrypt(t *testing.T) {
 	if bytes.Equal(tampered, enc) {
 		t.Fatal("tamper did not apply")
 	}
-	if _, err := decryptLikeFlux(t, id, tampered); err == nil || !strings.Contains(strings.ToLower(err.Error()), "mac") {
+	if _, err := decryptAge(t, id, tampered); err == nil || !strings.Contains(strings.ToLower(err.Error()), "mac") {
 		t.Errorf("decrypting a tampered file: %v, want a MAC mismatch", err)
 	}
 	other := newKey(t)
-	if _, err := decryptLikeFlux(t, other, enc); err == nil {
+	if _, err := decryptAge(t, other, enc); err == nil {
 		t.Error("a stranger's key decrypted the file")
 	}
 }
@@ -188,7 +186,7 @@ func TestRecipientRotation(t *testing.T) {
 		t.Fatal("adding a recipient kept the old ciphertext")
 	}
 	for _, id := range []*age.X25519Identity{old, next} {
-		if _, err := decryptLikeFlux(t, id, rotated); err != nil {
+		if _, err := decryptAge(t, id, rotated); err != nil {
 			t.Errorf("recipient cannot decrypt after rotation: %v", err)
 		}
 	}
