@@ -16,10 +16,11 @@ import (
 	"strings"
 	"sync"
 
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
@@ -95,10 +96,16 @@ func Render(ch *chart.Chart, release, namespace string, values map[string]any) (
 // migrate renders one cluster at a time.
 var rendering sync.Mutex
 
-// Manifest renders the chart with the given values as a client-only dry-run install, the
-// same code path helm template uses. Values are round-tripped through JSON first, as
-// helm-controller receives them, so numbers are float64 as the templates expect. It may
-// be called concurrently, also for one chart.
+// Manifest renders the chart with the given values as a client-only dry-run install does
+// (action.Install with ClientOnly, what helm template runs): the release name checked, the
+// dependencies' conditions and imported values applied, the values checked against the
+// chart's schema with Helm's default capabilities, the templates rendered without a
+// cluster, NOTES.txt and hooks left out, and the manifests in Helm's install order, each
+// under its "# Source:" line. It uses Helm's rendering packages rather than pkg/action,
+// whose Kubernetes client, registry and storage drivers the product never calls;
+// TestManifestIsHelmTemplates compares the two. Values are round-tripped through JSON
+// first, as helm-controller receives them, so numbers are float64 as the templates expect.
+// It may be called concurrently, also for one chart.
 func Manifest(ch *chart.Chart, release, namespace string, values map[string]any) (string, error) {
 	raw, err := json.Marshal(values)
 	if err != nil {
@@ -108,20 +115,41 @@ func Manifest(ch *chart.Chart, release, namespace string, values map[string]any)
 	if err != nil {
 		return "", err
 	}
-	install := action.NewInstall(&action.Configuration{})
-	install.ClientOnly = true
-	install.DryRun = true
-	install.Replace = true
-	install.ReleaseName = release
-	install.Namespace = namespace
-	install.DisableHooks = true
+	if err := chartutil.ValidateReleaseName(release); err != nil {
+		return "", fmt.Errorf("release name %q: %w", release, err)
+	}
 	rendering.Lock()
 	defer rendering.Unlock()
-	rel, err := install.Run(ch, vals.AsMap())
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return "", err
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return "", fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())
+	}
+	opts := chartutil.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, false)
 	if err != nil {
 		return "", err
 	}
-	return rel.Manifest, nil
+	files, err := engine.Render(ch, top)
+	if err != nil {
+		return "", err
+	}
+	for name := range files {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			delete(files, name)
+		}
+	}
+	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, m := range manifests {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	return b.String(), nil
 }
 
 // Parse splits a multi-document YAML stream into objects, skipping empty documents.
