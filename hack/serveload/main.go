@@ -49,8 +49,9 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
+	err = run(ctx, o)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "serveload:", err)
 		os.Exit(1)
 	}
@@ -164,7 +165,7 @@ func once(ctx context.Context, o options, bin string) (res measured, err error) 
 		}
 		return 0
 	}
-	return measured{Result: r, cpuMS: float64((cpu1-cpu0).Milliseconds()) / float64(r.Events), perGroup: mean("magnum_gitops_group_size", ""),
+	return measured{Result: r, cpuMS: float64((cpu1 - cpu0).Milliseconds()) / float64(r.Events), perGroup: mean("magnum_gitops_group_size", ""),
 		commitMS: 1000 * mean("magnum_gitops_step_duration_seconds", `{step="commit"}`),
 		pushMS:   1000 * mean("magnum_gitops_step_duration_seconds", `{step="push"}`)}, nil
 }

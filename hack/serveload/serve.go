@@ -64,14 +64,17 @@ func startServe(ctx context.Context, bin, dir, remoteURL string, o options) (*se
 }
 
 // stop ends serve with SIGTERM (it drains: nothing is in flight by then), or kills it.
+// Its exit status says nothing the load did not: it is dropped.
 func (s *serve) stop() {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	var err error
 	select {
-	case <-s.exited:
+	case err = <-s.exited:
 	case <-time.After(45 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-s.exited
+		err = <-s.exited
 	}
+	_ = err
 }
 
 // freeAddr is a loopback address with a port free a moment ago.

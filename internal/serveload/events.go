@@ -11,7 +11,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/fixtures"
 )
 
-// ErrFixture: the fixture event lacks what the load edits.
+// ErrFixture is the answer when the fixture event lacks what the load edits.
 var ErrFixture = errors.New("serveload: the fixture event has no cluster or no worker group")
 
 // fixtureEvent is the fixture create_cluster event as JSON, read once.

@@ -38,7 +38,7 @@ type Result struct {
 // Rate is the events answered per second.
 func (r Result) Rate() float64 { return float64(r.Events) / r.Took.Seconds() }
 
-// ErrOptions: a count of Options is not positive.
+// ErrOptions is the answer to Options with a count that is not positive.
 var ErrOptions = errors.New("serveload: Clients, Events and Clusters must be positive")
 
 // Load runs the clients against t and times them from the first request to the last

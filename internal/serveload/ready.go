@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// ErrNotReady: serve did not answer ready, with its first resync done, in time.
+// ErrNotReady is the answer when serve does not answer ready, with its first resync
+// done, in time.
 var ErrNotReady = errors.New("serveload: serve is not ready")
 
 // WaitReady waits until serve at url answers /readyz and its /metrics count a finished
