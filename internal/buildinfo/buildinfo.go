@@ -13,3 +13,6 @@ var (
 	// Date is the commit's date (RFC 3339), so that the same commit builds the same bytes.
 	Date = ""
 )
+
+// devVersion is Version when the linker did not stamp it.
+const devVersion = "0.0.0-dev"
