@@ -22,6 +22,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/internal/buildinfo"
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
@@ -100,6 +101,8 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	// its logr sink: both into the same handler, so a JSON log stays JSON.
 	klog.SetSlogLogger(log)
 	ctrllog.SetLogger(logr.FromSlogHandler(h))
+	info := buildinfo.Read()
+	logVersion(log, info)
 	file, err := config.Load(o.configFile)
 	if err != nil {
 		return err
@@ -144,7 +147,7 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		Tokens: tokens, MaxBodyBytes: file.Serve.MaxBodyBytes,
 		MaxGroup: file.Serve.Group.MaxEvents, MaxWait: file.Serve.Group.MaxWait.Duration,
 		ShutdownDelay:  o.shutdownDelayFrom(&file.Serve),
-		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log}
+		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log, Registry: serveRegistry(info)}
 	if err := o.management(ctx, file, &so); err != nil {
 		return err
 	}

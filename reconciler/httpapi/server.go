@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnum-gitops/magnum-gitops/internal/buildinfo"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/magnum-gitops/magnum-gitops/status/report"
@@ -47,6 +48,8 @@ type Server struct {
 	// OperationUnknown before it is decoded; outcome is one of the Outcome constants here
 	// or the Kind of the failure (reconciler.Kind.String), so both labels stay bounded.
 	Refused func(operation, outcome string)
+	// Build is what GET /version answers; nil: this binary's (buildinfo.Read).
+	Build *buildinfo.Info
 
 	draining atomic.Bool
 }
@@ -74,13 +77,17 @@ func (s *Server) refused(operation, outcome string) {
 	}
 }
 
-// Handler returns the API's routes.
+// Handler returns the API's routes: /v1/ behind authentication, GET /version open; every
+// answer carries VersionHeader.
 func (s *Server) Handler() http.Handler {
+	v1 := http.NewServeMux()
+	v1.HandleFunc("POST /v1/events", s.postEvent)
+	v1.HandleFunc("GET /v1/clusters/{uuid}", s.getCluster)
+	v1.HandleFunc("GET /v1/clusters/{uuid}/status", s.getStatus)
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/events", s.postEvent)
-	mux.HandleFunc("GET /v1/clusters/{uuid}", s.getCluster)
-	mux.HandleFunc("GET /v1/clusters/{uuid}/status", s.getStatus)
-	return s.authenticate(mux)
+	mux.Handle("/v1/", s.authenticate(v1))
+	mux.HandleFunc("GET /version", s.getVersion)
+	return s.withVersionHeader(mux)
 }
 
 // authenticate refuses every request without a valid credential, before any body is read.

@@ -247,7 +247,9 @@ func (s *Service) run(ctx context.Context) error {
 func (s *Service) listen(ctx context.Context) ([]*http.Server, error) {
 	o := s.o
 	api := http.NewServeMux()
-	api.Handle("/v1/", s.api.Handler())
+	h := s.api.Handler()
+	api.Handle("/v1/", h)
+	api.Handle("GET /version", h)
 	ops := api
 	if o.OpsListen != "" {
 		ops = http.NewServeMux()
