@@ -1,6 +1,6 @@
 """Magnum cluster driver that hands every cluster change to the magnum-gitops service."""
 
-__version__ = "0.1.0"
+from magnum_gitops_driver._version import __version__  # noqa: F401 - the package's version
 
 # The entry-point name in the magnum.drivers group (pyproject.toml), also sent in events and
 # the value of the image property magnum_driver (Magnum >= 18).

@@ -1,6 +1,8 @@
 """HTTP client of the magnum-gitops service.
 
-``POST /v1/events`` sends one ClusterEvent; 5xx answers, 408/429, timeouts and refused
+Before its first request to a service, a process asks ``GET /version`` and refuses a
+service whose ``eventAPIVersions`` lack the one this driver sends, or that has no
+``/version`` (older than this release). ``POST /v1/events`` sends one ClusterEvent; 5xx answers, 408/429, timeouts and refused
 connections are retried with exponential backoff and jitter, with the same event id and the
 same bytes, until ``[gitops] retries`` or ``[gitops] deadline`` runs out. Any other 4xx is
 final: it raises a Magnum exception whose text is the service's message, verbatim, which
@@ -22,6 +24,7 @@ from urllib3 import exceptions as urllib3_exc
 from magnum.common import exception
 
 from magnum_gitops_driver import __version__
+from magnum_gitops_driver.event import API_VERSION
 
 LOG = logging.getLogger(__name__)
 
@@ -56,6 +59,19 @@ class Unavailable(exception.MagnumException):
     """The service could not be reached, or kept failing, until the deadline."""
 
     message = "magnum-gitops unavailable: %(detail)s"
+
+
+class IncompatibleService(exception.MagnumException):
+    """The service does not speak the event API this driver sends: nothing was sent."""
+
+    message = "%(detail)s"
+    gitops_maybe_received = False
+
+
+# The endpoints found to speak API_VERSION, with their release: asked once per process (the
+# conductor builds a driver, so a client, for every call). A refusal is not kept, so a
+# service upgraded meanwhile is accepted without restarting Magnum.
+_COMPATIBLE = {}
 
 
 def _is_loopback(host):
@@ -182,19 +198,74 @@ class Client(object):
         base = min(self.conf.backoff_max, self.conf.backoff_initial * (2 ** (attempt - 1)))
         return base / 2 + random.uniform(0, base / 2)
 
+    # -- the service's version -------------------------------------------------------
+
+    def check_service(self, timeout=None, request_id=None):
+        """Ask the service's GET /version once per endpoint and process.
+
+        Raises IncompatibleService, naming both releases, when its eventAPIVersions lack
+        API_VERSION, and when it has no /version (a release older than this driver's).
+        Any other outcome (unreachable, 5xx, another refusal) decides nothing: the request
+        that follows reports it, retries it, and this is asked again next time.
+        """
+        if self.base in _COMPATIBLE:
+            return
+        url = self.base + "/version"
+        try:
+            resp = self.session.get(url, headers=self._headers(request_id),
+                                    timeout=timeout or self.conf.timeout, **self.tls)
+        except requests.exceptions.RequestException as e:
+            LOG.debug("magnum-gitops: GET %(u)s: %(e)s", {"u": url, "e": _short(e)})
+            return
+        if resp.status_code == 404:
+            raise IncompatibleService(detail=_escape(
+                "magnum-gitops at %s has no GET /version: it is older than this driver "
+                "(magnum-gitops-driver %s, event API %s), or a proxy in front of it does "
+                "not forward /version. Install magnum-gitops %s, the driver's release."
+                % (self.base, __version__, API_VERSION, __version__)))
+        if resp.status_code != 200:
+            LOG.debug("magnum-gitops: GET %(u)s: HTTP %(c)d", {"u": url, "c": resp.status_code})
+            return
+        try:
+            doc = resp.json()
+        except ValueError:
+            doc = None
+        apis = doc.get("eventAPIVersions") if isinstance(doc, dict) else None
+        if not isinstance(apis, list):
+            raise IncompatibleService(detail=_escape(
+                "magnum-gitops at %s answered GET /version without eventAPIVersions: not a "
+                "magnum-gitops service this driver (magnum-gitops-driver %s, event API %s) "
+                "can talk to" % (self.base, __version__, API_VERSION)))
+        release = doc.get("version") or "(unknown)"
+        if API_VERSION not in apis:
+            raise IncompatibleService(detail=_escape(
+                "magnum-gitops %s at %s speaks event API %s; this driver (magnum-gitops-driver "
+                "%s) sends %s. Install the driver and the service of one release."
+                % (release, self.base, ", ".join(str(a) for a in apis) or "(none)",
+                   __version__, API_VERSION)))
+        params = {"v": release, "u": self.base, "api": API_VERSION, "d": __version__}
+        if release != __version__:
+            LOG.warning("magnum-gitops %(v)s at %(u)s speaks event API %(api)s, the one "
+                        "magnum-gitops-driver %(d)s sends; install one release of both", params)
+        else:
+            LOG.info("magnum-gitops %(v)s at %(u)s speaks event API %(api)s", params)
+        _COMPATIBLE[self.base] = release
+
     # -- API --------------------------------------------------------------------------
 
     def post_event(self, event, request_id=None):
         """Send one ClusterEvent; return the service's answer (a dict) once it is durable.
 
         Raises a Magnum exception when the service refuses the event (its message,
-        verbatim) or stays unavailable until the deadline.
+        verbatim) or stays unavailable until the deadline, IncompatibleService (before
+        sending anything) when it does not speak the event API this driver sends.
         """
         body = json.dumps(event, separators=(",", ":"), sort_keys=True).encode("utf-8")
         event_id = event["id"]
         url = self.base + "/v1/events"
         start = self._clock()
         deadline = start + self.conf.deadline
+        self.check_service(min(self.conf.timeout, self.conf.deadline), request_id)
         attempt = 0
         last = "no attempt made"
         # Whether the service may have received the event: False while every attempt
@@ -282,8 +353,10 @@ class Client(object):
         """The service's status document of a cluster, or None when it does not know it.
 
         One attempt: the periodic jobs call again in a few seconds. Raises Unavailable on
-        transport errors and 5xx, a Magnum exception on other unexpected answers.
+        transport errors and 5xx, IncompatibleService for a service that does not speak the
+        driver's event API, a Magnum exception on other unexpected answers.
         """
+        self.check_service(request_id=request_id)
         url = "%s/v1/clusters/%s/status" % (self.base, parse.quote(uuid, safe=""))
         try:
             resp = self.session.get(url, headers=self._headers(request_id),

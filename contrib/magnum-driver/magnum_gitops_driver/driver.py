@@ -301,6 +301,11 @@ class Driver(driver.Driver):
             LOG.warning("magnum-gitops: status of cluster %(c)s not read: %(e)s",
                         {"c": cluster.uuid, "e": e})
             return
+        except client_mod.IncompatibleService as e:
+            # The status stays as it is until a service of the driver's release answers.
+            LOG.error("magnum-gitops: status of cluster %(c)s not read: %(e)s",
+                      {"c": cluster.uuid, "e": e})
+            return
         if doc is None:
             LOG.debug("magnum-gitops: cluster %s unknown to the service", cluster.uuid)
             return

@@ -1,13 +1,18 @@
 """A scripted HTTP server on loopback for the retry and error cases of the client.
 
 Each request takes the next scripted answer (the last one repeats): (status, body, delay).
-Every request is recorded with its headers and raw body.
+Every request is recorded with its headers and raw body. GET /version, which the client
+asks first, is answered apart (``version``: by default a service of the driver's release)
+and recorded in ``version_requests``, so the script and ``requests`` hold the API calls.
 """
 
 import http.server
 import json
 import threading
 import time
+
+from magnum_gitops_driver import __version__
+from magnum_gitops_driver.event import API_VERSION
 
 
 class Answer(object):
@@ -20,9 +25,12 @@ class Answer(object):
 
 class ScriptedServer(object):
 
-    def __init__(self, answers, port=0):
+    def __init__(self, answers, port=0, version=None):
         self.answers = list(answers)
         self.requests = []
+        self.version = version or Answer(200, {"version": __version__,
+                                               "eventAPIVersions": [API_VERSION]})
+        self.version_requests = []
         self._lock = threading.Lock()
         server = self
 
@@ -35,13 +43,17 @@ class ScriptedServer(object):
             def _serve(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                request = {"method": self.command, "path": self.path,
+                           "headers": {k.lower(): v for k, v in self.headers.items()},
+                           "body": body, "time": time.monotonic()}
                 with server._lock:
-                    server.requests.append({
-                        "method": self.command, "path": self.path,
-                        "headers": {k.lower(): v for k, v in self.headers.items()},
-                        "body": body, "time": time.monotonic()})
-                    answer = (server.answers.pop(0) if len(server.answers) > 1
-                              else server.answers[0])
+                    if self.command == "GET" and self.path == "/version":
+                        server.version_requests.append(request)
+                        answer = server.version
+                    else:
+                        server.requests.append(request)
+                        answer = (server.answers.pop(0) if len(server.answers) > 1
+                                  else server.answers[0])
                 if answer.delay:
                     time.sleep(answer.delay)
                 data = answer.raw if answer.raw is not None else json.dumps(

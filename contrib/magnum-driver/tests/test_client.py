@@ -18,7 +18,9 @@ import testtools
 
 from magnum.common import exception
 
+from magnum_gitops_driver import __version__
 from magnum_gitops_driver import client as client_mod
+from magnum_gitops_driver.event import API_VERSION
 
 from tests.scripted import Answer, ScriptedServer
 
@@ -54,6 +56,9 @@ class ClientTest(testtools.TestCase):
         os.close(fd)
         self.addCleanup(os.unlink, self.token_file)
         self.sleeps = []
+        # Each test asks its own service's /version.
+        client_mod._COMPATIBLE.clear()
+        self.addCleanup(client_mod._COMPATIBLE.clear)
 
     def conf(self, endpoint, **kw):
         values = dict(endpoint=endpoint, token_file=self.token_file, ca_file=None,
@@ -179,7 +184,9 @@ class ClientTest(testtools.TestCase):
             srv_sock.close()
         self.assertIn("connection to http://127.0.0.1:%d lost" % port, str(e))
         self.assertTrue(e.gitops_maybe_received)
-        self.assertEqual(2, len(seen))
+        # GET /version (dropped too: it decides nothing), then the event, twice.
+        self.assertEqual([b"GET /version", b"POST /v1/events", b"POST /v1/events"],
+                         [b" ".join(r.split(b" ")[:2]) for r in seen])
 
     def test_timeouts_stop_at_the_deadline(self):
         with ScriptedServer([Answer(200, OK, delay=1.5)]) as srv:
@@ -293,6 +300,70 @@ class ClientTest(testtools.TestCase):
         self.assertEqual(["/v1/clusters/c-1/status"] * 4, [r["path"] for r in srv.requests])
         self.assertEqual("Bearer " + TOKEN, srv.requests[0]["headers"]["authorization"])
         self.assertEqual(4, len(srv.requests))  # status reads are not retried
+
+    # -- the service's version -------------------------------------------------------------
+
+    def test_asks_version_once_per_endpoint(self):
+        with ScriptedServer([Answer(200, OK)]) as srv:
+            self.client(srv.url).post_event(event())
+            c = self.client(srv.url)  # the conductor's next call: another client
+            c.post_event(event("0b3f2a1c-1111-4222-8333-444455556666"))
+            c.get_status("c-1")
+        self.assertEqual(1, len(srv.version_requests))
+        self.assertEqual(3, len(srv.requests))
+        h = srv.version_requests[0]["headers"]
+        self.assertEqual("application/json", h["accept"])
+        self.assertTrue(h["user-agent"].startswith("magnum-gitops-driver/" + __version__))
+        self.assertIn("magnum-gitops %s at %s speaks event API %s"
+                      % (__version__, srv.url, API_VERSION), self.logs.output)
+        self.assertNotIn("install one release", self.logs.output)
+
+    def test_refuses_what_the_service_cannot_read(self):
+        cases = [
+            ("another event API",
+             Answer(200, {"version": "1.0.0", "eventAPIVersions": ["magnum-gitops.io/v1"]}),
+             "magnum-gitops 1.0.0 at %%s speaks event API magnum-gitops.io/v1; this driver "
+             "(magnum-gitops-driver %s) sends %s. Install the driver and the service of one "
+             "release." % (__version__, API_VERSION)),
+            ("no event API", Answer(200, {"version": "1.0.0", "eventAPIVersions": []}),
+             "speaks event API (none)"),
+            ("a service older than GET /version", Answer(404, raw=b"404 page not found\n"),
+             "magnum-gitops at %%s has no GET /version: it is older than this driver "
+             "(magnum-gitops-driver %s, event API %s)" % (__version__, API_VERSION)),
+            ("not a magnum-gitops answer", Answer(200, raw=b"<html>welcome</html>"),
+             "answered GET /version without eventAPIVersions"),
+        ]
+        for name, answer, text in cases:
+            with ScriptedServer([Answer(200, OK)], version=answer) as srv:
+                c = self.client(srv.url)
+                e = self.assertRaises(client_mod.IncompatibleService, c.post_event, event())
+                self.assertIn(text.replace("%s", srv.url), str(e), name)
+                self.assertFalse(e.gitops_maybe_received, name)
+                # Status reads are refused too; a refusal is not kept: asked each time.
+                self.assertRaises(client_mod.IncompatibleService, c.get_status, "c-1")
+            self.assertEqual([], srv.requests, name)  # nothing sent
+            self.assertEqual(2, len(srv.version_requests), name)
+        self.assertNoSecrets()
+
+    def test_another_release_of_the_same_event_api_is_accepted_with_a_warning(self):
+        with ScriptedServer([Answer(200, OK)],
+                            version=Answer(200, {"version": "9.9.9",
+                                                 "eventAPIVersions": ["magnum-gitops.io/v1",
+                                                                      API_VERSION]})) as srv:
+            self.assertEqual(OK, self.client(srv.url).post_event(event()))
+        self.assertIn("magnum-gitops 9.9.9 at %s speaks event API %s, the one "
+                      "magnum-gitops-driver %s sends; install one release of both"
+                      % (srv.url, API_VERSION, __version__), self.logs.output)
+
+    def test_an_unanswered_version_decides_nothing(self):
+        # A failing /version leaves the judgement to the request, and to the next use.
+        with ScriptedServer([Answer(200, OK)],
+                            version=Answer(503, {"error": {"message": "down"}})) as srv:
+            c = self.client(srv.url)
+            self.assertEqual(OK, c.post_event(event()))
+            self.assertEqual(OK, c.get_status("c-1"))
+        self.assertEqual(2, len(srv.version_requests))
+        self.assertEqual(2, len(srv.requests))
 
 
 if __name__ == "__main__":

@@ -9,12 +9,14 @@ import json
 import re
 import threading
 import time
+import urllib.request
 import uuid as uuidlib
 
 import fixtures
 import yaml
 
 from magnum.common import exception
+import magnum.conf
 from magnum import objects
 
 from magnum_gitops_driver import client as client_mod
@@ -404,6 +406,19 @@ class TestFailures(IntegrationTestCase):
         self.assertEqual({}, self.rec.app_creds)  # the refused event's credential is gone
         self.assertEqual(1, len(self.rec.deleted_app_creds))
         self.assertNoSecretsAnywhere()
+
+    def test_the_service_answers_its_version_and_the_driver_accepts_it(self):
+        # GET /version needs no token, answers what `magnum-gitops version` prints, and the
+        # driver keeps the service's release once it found its event API there.
+        self.svc.start()
+        client_mod._COMPATIBLE.clear()
+        self.addCleanup(client_mod._COMPATIBLE.clear)
+        built = json.loads(svc_mod.run(self.svc.binary, "version", "-o", "json"))
+        with urllib.request.urlopen(self.svc.url + "/version", timeout=10) as resp:
+            self.assertEqual(built, json.loads(resp.read()))
+            self.assertEqual(built["version"], resp.headers["Magnum-Gitops-Version"])
+        client_mod.Client(magnum.conf.CONF.gitops).check_service()
+        self.assertEqual({self.svc.url.rstrip("/"): built["version"]}, client_mod._COMPATIBLE)
 
     def test_wrong_token_fails_without_retrying(self):
         self.svc.start()
