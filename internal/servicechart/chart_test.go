@@ -377,6 +377,9 @@ func TestRenderRefuses(t *testing.T) {
 		{"a boolean as text", func(v map[string]any) { v["tls"] = map[string]any{"enabled": "yes"} }, "tls/enabled"},
 		{"a misspelt value", func(v map[string]any) { v["replicas"] = 3 }, "replicas"},
 		{"a misspelt config section", func(v map[string]any) { v["config"].(map[string]any)["sop"] = map[string]any{} }, "sop"},
+		{"a CPU request that is no quantity", func(v map[string]any) {
+			v["resources"] = map[string]any{"requests": map[string]any{"cpu": "lots"}}
+		}, "resources/requests/cpu"},
 		{"an image digest malformed", func(v map[string]any) { v["image"] = map[string]any{"digest": "latest"} }, "image/digest"},
 		{"age recipients as one string", func(v map[string]any) {
 			v["config"].(map[string]any)["sops"] = map[string]any{"age_recipients": "age1x"}
