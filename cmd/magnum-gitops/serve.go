@@ -55,6 +55,7 @@ func newServeCommand() *cobra.Command {
   POST /v1/events                  a ClusterEvent; answered once the commit is pushed
   GET  /v1/clusters/{uuid}         the last event, its commit, whether Flux applied it
   GET  /v1/clusters/{uuid}/status  Magnum status and health from the management cluster
+  GET  /version                    the build and the event API versions it accepts (no token)
   GET  /healthz, /readyz, /metrics
 
 Events that arrive together are group-committed (one commit each, one push per group).
