@@ -25,7 +25,7 @@ func cloudsYAMLReference(id, secret, authURL, iface, region string, verify bool)
 func checkCloudsYAML(t *testing.T, id, secret, authURL, region string, verify bool) {
 	t.Helper()
 	want, wantErr := cloudsYAMLReference(id, secret, authURL, "public", region, verify)
-	got, err := marshalYAML(newCloudsYAML(id, secret, authURL, "public", region, verify), yaml.Marshal)
+	got, err := marshalYAML(newCloudsYAML(id, secret, authURL, "public", region, verify))
 	if (err == nil) != (wantErr == nil) {
 		t.Fatalf("error %v, the reference gives %v", err, wantErr)
 	}

@@ -2,7 +2,6 @@ package generator
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	kustypes "sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/yaml"
 )
 
 // File names inside a cluster directory.
@@ -200,60 +198,6 @@ func kustomization(secretFiles map[string]bool, deployFile string) *kustypes.Kus
 		k.Resources = append(k.Resources, deployFile)
 	}
 	return k
-}
-
-// MarshalObject serialises an object as YAML with sorted keys, without the empty
-// creationTimestamp and status that typed objects carry, so files are stable and minimal.
-//
-// The output is byte for byte that of marshalObjectReference (JSON → sigs.k8s.io/yaml):
-// marshalObjectFast writes it directly and hands anything it does not reproduce exactly,
-// errors included, to the reference path (see marshal.go).
-func MarshalObject(obj any) ([]byte, error) {
-	if b, err := marshalObjectFast(obj); err == nil {
-		return b, nil
-	}
-	return marshalObjectReference(obj)
-}
-
-// MarshalObjectJSON is MarshalObject for an object's JSON as encoding/json.Marshal gives
-// it, for a caller that has it already (the service's digest gate hashes it).
-func MarshalObjectJSON(j []byte) ([]byte, error) {
-	if b, err := marshalFastJSON(j, true); err == nil {
-		return b, nil
-	}
-	return referenceFromJSON(j)
-}
-
-// marshalObjectReference is the reference serialiser: the typed object to JSON, a JSON
-// map without creationTimestamp and an empty status, JSON again, and
-// sigs.k8s.io/yaml.JSONToYAML (go.yaml.in/yaml/v2 unmarshal and marshal).
-func marshalObjectReference(obj any) ([]byte, error) {
-	j, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	return referenceFromJSON(j)
-}
-
-// referenceFromJSON is marshalObjectReference from the object's JSON.
-func referenceFromJSON(j []byte) ([]byte, error) {
-	var m map[string]any
-	d := json.NewDecoder(bytes.NewReader(j))
-	d.UseNumber()
-	if err := d.Decode(&m); err != nil {
-		return nil, err
-	}
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
-	}
-	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
-		delete(m, "status")
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return yaml.JSONToYAML(out)
 }
 
 // Stream joins a FileSet's files into one multi-document YAML stream in path order, each

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // Annotations and types of the Secrets.
@@ -132,7 +131,7 @@ func (r *render) cloudCredentials(ns string, m *v1alpha1.SecretMaterial) *corev1
 		checkPEM(&r.p, "secrets.ca_bundle", m.CABundle.Reveal(), pemCertificate...)
 	}
 	doc, err := marshalYAML(newCloudsYAML(ac.ID, ac.Secret.Reveal(), authURL, r.cfg.Magnum.CapiHelm.AppCredInterfaceType,
-		region, r.cfg.Magnum.Drivers.VerifyCA), yaml.Marshal)
+		region, r.cfg.Magnum.Drivers.VerifyCA))
 	if err != nil {
 		panic("generator: clouds.yaml: " + err.Error())
 	}
