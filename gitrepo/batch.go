@@ -111,6 +111,7 @@ func (b *Batch) Close() {
 	if b.pk != nil {
 		b.pk.finish()
 	}
+	_ = b.r.locked(func() error { b.r.dropPending(); return nil })
 	b.r.mu.Unlock()
 }
 
@@ -198,6 +199,10 @@ func (b *Batch) Push(ctx context.Context) (stale []int, err error) {
 		if err == nil {
 			_ = r.locked(func() error {
 				// The push landed; a clone that cannot record it is healed by the next writer.
+				// Its objects are kept first: the ref must not lead to objects the clone lacks.
+				if err := r.keep(pack); err != nil {
+					return r.noteDamage(&localError{err})
+				}
 				return r.noteDamage(r.store.SetReference(plumbing.NewHashReference(remoteRef(b.tg.branch), b.tip)))
 			})
 			b.base, b.pk = b.tip, startPacking()

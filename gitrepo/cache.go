@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -17,7 +16,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
@@ -82,7 +80,7 @@ func (r *Repo) openLocal() error {
 			if err := checkPacks(r.opts.CacheDir); err != nil {
 				return err
 			}
-			r.store = filesystem.NewStorage(osfs.New(r.opts.CacheDir), cache.NewObjectLRU(objectCacheSize))
+			r.store = newPendingStore(r.opts.CacheDir)
 		} else {
 			r.store = memory.NewStorage()
 		}
@@ -204,7 +202,7 @@ func (r *Repo) heal(ctx context.Context, cause error) error {
 			if err := wipeClone(r.opts.CacheDir); err != nil {
 				return err
 			}
-			r.store = filesystem.NewStorage(osfs.New(r.opts.CacheDir), cache.NewObjectLRU(objectCacheSize))
+			r.store = newPendingStore(r.opts.CacheDir)
 		} else {
 			r.store = memory.NewStorage()
 		}

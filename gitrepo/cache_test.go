@@ -22,6 +22,38 @@ func looseObject(dir, hash string) string {
 	return filepath.Join(dir, "objects", hash[:2], hash[2:])
 }
 
+// objectFile returns the file that holds an object in a bare repository: its loose file,
+// or the pack whose index lists it (a clone on disk keeps what it pushed as packs).
+func objectFile(t *testing.T, dir, hash string) string {
+	t.Helper()
+	if p := looseObject(dir, hash); fileExists(p) {
+		return p
+	}
+	idx, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.idx"))
+	for _, f := range idx {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("git", "show-index")
+		cmd.Stdin = strings.NewReader(string(data))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git show-index < %s: %v", f, err)
+		}
+		if strings.Contains(string(out), " "+hash+" ") {
+			return strings.TrimSuffix(f, ".idx") + ".pack"
+		}
+	}
+	t.Fatalf("object %s is in no file of %s", hash, dir)
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // TestCacheDirHeals: whatever state a crash or a disk left the cache in, Open and Apply
 // still work — the damaged clone is discarded and fetched again from the remote, and the
 // Warn hook hears about it. Files in the cache directory that are not Git's are kept.
@@ -39,14 +71,14 @@ func TestCacheDirHeals(t *testing.T) {
 			os.WriteFile(filepath.Join(cache, "packed-refs"), []byte("garbage\x00 not a ref line\n"), 0o644)
 		}},
 		{"missing head commit", func(t *testing.T, cache, head string) {
-			if err := os.Remove(looseObject(cache, head)); err != nil {
+			if err := os.Remove(objectFile(t, cache, head)); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"corrupt head commit", func(t *testing.T, cache, head string) {
-			p := looseObject(cache, head)
+			p := objectFile(t, cache, head)
 			os.Chmod(p, 0o644)
-			os.WriteFile(p, []byte("not zlib"), 0o644)
+			os.WriteFile(p, []byte("not zlib, not a pack"), 0o644)
 		}},
 		{"missing pack index", func(t *testing.T, cache, _ string) {
 			idx, _ := filepath.Glob(filepath.Join(cache, "objects", "pack", "*.idx"))
@@ -127,7 +159,7 @@ func TestDamageFoundByReaderHealsOnNextWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	blob := strings.TrimSpace(git(t, s.dir("heal-live"), "rev-parse", "main:c/a.yaml"))
-	if err := os.Remove(looseObject(o.CacheDir, blob)); err != nil {
+	if err := os.Remove(objectFile(t, o.CacheDir, blob)); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := r.ReadFile("c/a.yaml"); err == nil {
