@@ -108,6 +108,13 @@ e2e-image: testbin image ## Run the image with a real OCI runtime as the Deploym
 	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" MAGNUM_GITOPS_IMAGE="$(abspath $(IMAGE_OUT))" \
 	  $(GO) test $(GOFLAGS) -tags image ./test/image -count=1 -timeout 20m -v
 
+# Every artifact of one release into RELEASE_DIR, with SHA256SUMS (hack/release.sh):
+# binaries and the image for linux/amd64 and linux/arm64, the chart, the shim's wheel, SBOMs.
+RELEASE_DIR ?= bin/release/$(VERSION)
+.PHONY: release
+release: ## Build release VERSION (must equal the VERSION file) into bin/release/VERSION
+	hack/release.sh $(VERSION) $(RELEASE_DIR)
+
 testbin: ## Build or reuse kube-apiserver and etcd for envtest
 	@hack/testbin.sh | tail -n 1
 
