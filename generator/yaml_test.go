@@ -312,8 +312,7 @@ func roundTrip(t *testing.T, in, out []byte) {
 
 // marshalSeeds are documents that reach the corners of the YAML scalar rules.
 func marshalSeeds() []string {
-	var strs []string
-	for _, s := range []string{
+	strs := []string{
 		"", " ", "a", "true", "True", "yes", "Y", "n", "on", "OFF", "null", "Null", "~", "<<",
 		".inf", "-.Inf", ".nan", ".5", "1", "-1", "+1", "0x1F", "0o17", "017", "1_000", "0b101", "-0b101",
 		"1.5", "1e3", "1E+3", "-.5e-3", "1.", "12:30", "1:20:30.5", "-1:30", "2024-01-01",
@@ -327,8 +326,7 @@ func marshalSeeds() []string {
 		"\ufffd", "\u00e9\n\u00e8", "<html>&", "key with spaces",
 		strings.Repeat("word ", 30), strings.Repeat("x", 100), strings.Repeat("x", 85) + " y z",
 		strings.Repeat("a\n", 5), "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
-	} {
-		strs = append(strs, s)
+		"\ta\nb", "a\n\tb", " \ta\nb",
 	}
 	var seeds []string
 	for _, s := range strs {
