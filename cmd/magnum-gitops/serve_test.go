@@ -85,6 +85,21 @@ func startServeWith(t *testing.T, args []string) *serveProcess {
 	}
 }
 
+// serveConfig writes, into dir, a configuration that serves the repository at url with one
+// API token, and returns its path.
+func serveConfig(t *testing.T, dir, url, token string) string {
+	t.Helper()
+	tokenFile := filepath.Join(dir, "token")
+	config := filepath.Join(dir, "config.yaml")
+	for f, b := range map[string]string{tokenFile: token + "\n",
+		config: fmt.Sprintf("git:\n  url: %s\n  author: {name: magnum-gitops, email: m@example.org}\nserve:\n  token_files: [%s]\n", url, tokenFile)} {
+		if err := os.WriteFile(f, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return config
+}
+
 // TestServeKill9: SIGKILL during a burst, restart, every client retries its unanswered
 // event: each event's change is in Git exactly once, and nothing answered 200 is missing.
 func TestServeKill9(t *testing.T) {
@@ -93,16 +108,7 @@ func TestServeKill9(t *testing.T) {
 	}
 	git := gitserver.Start(t)
 	url := git.Init("clusters.git")
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("kill9-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "config.yaml")
-	doc := fmt.Sprintf("git:\n  url: %s\n  author: {name: magnum-gitops, email: m@example.org}\nserve:\n  token_files: [%s]\n", url, tokenFile)
-	if err := os.WriteFile(config, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := serveConfig(t, t.TempDir(), url, "kill9-token")
 	addr := freeAddr(t)
 	proc := startServe(t, config, addr)
 	var mu sync.Mutex
@@ -243,16 +249,11 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	tokenFile := filepath.Join(dir, "token")
-	config := filepath.Join(dir, "config.yaml")
-	git := gitserver.Start(t)
-	url := git.Init("clusters.git")
-	for f, b := range map[string]string{kubeconfig: string(kc), tokenFile: "kill9-token",
-		config: fmt.Sprintf("git:\n  url: %s\n  author: {name: magnum-gitops, email: m@example.org}\nserve:\n  token_files: [%s]\n", url, tokenFile)} {
-		if err := os.WriteFile(f, []byte(b), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
 	}
+	git := gitserver.Start(t)
+	config := serveConfig(t, dir, git.Init("clusters.git"), "kill9-token")
 	start := func() *serveProcess {
 		return startServeWith(t, []string{"serve", "--config", config, "--listen", freeAddr(t), "--kubeconfig", kubeconfig})
 	}

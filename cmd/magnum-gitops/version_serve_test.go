@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,16 +48,7 @@ func TestServeAnnouncesItsVersion(t *testing.T) {
 	}
 	git := gitserver.Start(t)
 	url := git.Init("clusters.git")
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("version-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "config.yaml")
-	doc := fmt.Sprintf("git:\n  url: %s\n  author: {name: magnum-gitops, email: m@example.org}\nserve:\n  token_files: [%s]\n", url, tokenFile)
-	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := serveConfig(t, t.TempDir(), url, "version-token")
 	addr := freeAddr(t)
 	proc := startServe(t, cfg, addr)
 	defer func() { _ = proc.cmd.Process.Kill(); _, _ = proc.cmd.Process.Wait() }()
