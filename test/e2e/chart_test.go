@@ -1,11 +1,4 @@
-//go:build e2e && chartinstall
-
-// Not yet in make e2e: written while the Flux controllers were still building and never
-// run. Run it with Debian's docker-registry installed:
-//
-//	KUBEBUILDER_ASSETS=… FLUX_BIN=… go test -tags e2e,chartinstall ./test/e2e -run TestE2EServiceChart -v
-//
-// then drop the chartinstall tag and add docker-registry to .ci/run's packages.
+//go:build e2e
 
 package e2e
 
