@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # release.sh: make one release of magnum-gitops into one directory, every artifact carrying
-# the same version (the VERSION file, or VERSION= given to `make release`):
+# the same version: the VERSION file, which `make release VERSION=` must name:
 #   magnum-gitops_<v>_linux_<arch>          static binaries (CGO off, -trimpath, stripped)
 #   magnum-gitops_<v>_oci/                  the image, both platforms in one index (OCI layout)
 #   magnum-gitops-<v>.tgz                   the service's Helm chart
