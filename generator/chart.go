@@ -86,7 +86,7 @@ func chartFor(ev *v1alpha1.ClusterEvent, cfg *Config, p *problems) (Chart, []Dev
 		field, v = "cluster_template.labels.capi_helm_chart_version", lv
 	}
 	var devs []Deviation
-	c.Version = chartVersionChars.KeepOnly(v)
+	c.Version = notChartVersionChars.ReplaceAllString(v, "")
 	if c.Version != "" {
 		parsed, err := parseVersion(c.Version)
 		if err != nil {

@@ -3,6 +3,7 @@ package generator
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/magnum"
@@ -83,7 +84,7 @@ func ociSourceName(c Chart) string {
 // cluster release deletes or rolls back real infrastructure.
 func (r *render) helmRelease(ns string, values map[string]any, src Object) *helmv2.HelmRelease {
 	f := r.cfg.Flux
-	raw, err := marshalValues(values)
+	raw, err := json.Marshal(values)
 	if err != nil {
 		// values hold only JSON-shaped data built here; failing to marshal is a bug.
 		panic("generator: values are not JSON: " + err.Error())

@@ -37,7 +37,7 @@ func (l labelSet) str(key, def string) string {
 	if !ok {
 		v = def
 	}
-	return labelChars.KeepOnly(v)
+	return notLabelChars.ReplaceAllString(v, "")
 }
 
 // boolean is the driver's _get_label_bool: oslo bool_from_string over the filtered label,
@@ -111,7 +111,7 @@ func (l labelSet) csv(key, def string) []string {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		out = append(out, csvChars.KeepOnly(part))
+		out = append(out, notCSVChars.ReplaceAllString(part, ""))
 	}
 	return out
 }

@@ -129,11 +129,8 @@ func (r *render) identity(res *Result) {
 		r.p.add("cluster.project_id", "%q has characters a Keystone project id cannot have (want letters, digits, '-', '_')", c.ProjectID)
 	default:
 		res.Namespace = magnum.Namespace(r.cfg.Magnum.CapiHelm.NamespacePrefix, c.ProjectID)
-		// isDNSLabel answers the common case; the validation package words the refusal.
-		if !isDNSLabel(res.Namespace) {
-			if msgs := validation.IsDNS1123Label(res.Namespace); len(msgs) > 0 {
-				r.p.add("cluster.project_id", "namespace %q is not valid: %s", res.Namespace, strings.Join(msgs, "; "))
-			}
+		if msgs := validation.IsDNS1123Label(res.Namespace); len(msgs) > 0 {
+			r.p.add("cluster.project_id", "namespace %q is not valid: %s", res.Namespace, strings.Join(msgs, "; "))
 		}
 	}
 	// The ids become label values, cut as objectLabels cuts them. They are checked in a
@@ -147,9 +144,6 @@ func (r *render) identity(res *Result) {
 		cut := id.v
 		if len(cut) > magnum.MaxNameLen {
 			cut = cut[:magnum.MaxNameLen]
-		}
-		if isLabelValueForm(cut) {
-			continue
 		}
 		if msgs := validation.IsValidLabelValue(cut); len(msgs) > 0 {
 			r.p.add(id.field, "cannot be a label value: %s", strings.Join(msgs, "; "))

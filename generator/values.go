@@ -179,7 +179,7 @@ func (r *render) osDistro() any {
 		r.p.add("resolved.image.os_distro", "required: image %s does not have an os_distro property", r.imageName())
 		return nil
 	}
-	return osDistroChars.KeepOnly(img.OSDistro)
+	return notOSDistroChars.ReplaceAllString(img.OSDistro, "")
 }
 
 // dnsNameservers is oslo split_by_commas of the template's dns_nameserver, null when empty.
@@ -400,7 +400,7 @@ func (r *render) allowedCIDRs(v map[string]any) {
 // render a CNI); driver 1.3.0 sent no CNI type at all, so those clusters run the chart's
 // default, calico, and keep it here.
 func (r *render) cni(v map[string]any) {
-	nd := networkDriverChars.KeepOnly(r.ev.ClusterTemplate.NetworkDriver)
+	nd := notNetworkDriverChars.ReplaceAllString(r.ev.ClusterTemplate.NetworkDriver, "")
 	switch nd {
 	case "":
 		return

@@ -8,29 +8,43 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
-// treeCacheSize bounds the decoded trees kept: enough for the directories a burst of events
-// touches on a 10,000-cluster repository (root, clusters/, clusters/magnum/ with one entry
-// per project namespace, each namespace and each cluster directory), small enough to
-// forget: a few MiB.
-const treeCacheSize = 8192
+// treeCacheBytes bounds the decoded trees kept, counted as their entries take memory: the
+// directories a burst of events touches on a 10,000-cluster repository (root, clusters/,
+// clusters/magnum/ with one entry per project namespace, each namespace and each cluster
+// directory) fit. Bounded by count instead, every commit of a resync that rewrites the
+// fleet left its own copy of the widest tree (500 namespaces, ~45 KB decoded) in the cache
+// until it held thousands of them: tens of MiB at serve's peak (BenchmarkServeStart).
+const treeCacheBytes = 4 << 20
+
+// treeEntryBytes is what one decoded entry costs besides its name: the TreeEntry (name's
+// header, mode, hash) in its slice.
+const treeEntryBytes = 48
 
 // trees holds decoded trees by hash. A tree's hash names its content, so a cached tree is
 // right for every repository and never goes stale; the cache only saves decoding. Reading
 // one file of a cluster decodes four or five trees, and the widest of them (one entry per
 // project namespace) dominated the cost of planning an event on a large repository.
-var trees = &treeCache{m: make(map[plumbing.Hash][]object.TreeEntry)}
+var trees = &treeCache{cur: map[plumbing.Hash][]object.TreeEntry{}}
 
-// treeCache is a bounded map of decoded trees, safe for concurrent use.
+// treeCache is a bounded map of decoded trees, safe for concurrent use: two generations,
+// the older one dropped when the newer holds half the budget, so the trees in use stay
+// without tracking recency for each read (as blobCache).
 type treeCache struct {
-	mu sync.Mutex
-	m  map[plumbing.Hash][]object.TreeEntry
+	mu       sync.Mutex
+	cur, old map[plumbing.Hash][]object.TreeEntry
+	size     int // bytes in cur
 }
 
 // entries returns the entries of tree h, decoding it on a miss. Callers must not modify the
 // returned slice.
 func (c *treeCache) entries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.TreeEntry, error) {
 	c.mu.Lock()
-	e, ok := c.m[h]
+	e, ok := c.cur[h]
+	if !ok {
+		if e, ok = c.old[h]; ok {
+			c.add(h, e)
+		}
+	}
 	c.mu.Unlock()
 	if ok {
 		return e, nil
@@ -46,11 +60,22 @@ func (c *treeCache) entries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]ob
 // put keeps the entries of tree h; nobody may modify them afterwards.
 func (c *treeCache) put(h plumbing.Hash, e []object.TreeEntry) {
 	c.mu.Lock()
-	if len(c.m) >= treeCacheSize {
-		// Forget everything rather than track recency: the trees in use come back at the
-		// cost of one decode each.
-		clear(c.m)
-	}
-	c.m[h] = e
+	c.add(h, e)
 	c.mu.Unlock()
+}
+
+// add keeps e in the newer generation; c.mu is held.
+func (c *treeCache) add(h plumbing.Hash, e []object.TreeEntry) {
+	n := 0
+	for i := range e {
+		n += treeEntryBytes + len(e[i].Name)
+	}
+	if n > treeCacheBytes/8 {
+		return // a tree this wide would push out most others
+	}
+	if c.size+n > treeCacheBytes/2 {
+		c.old, c.cur, c.size = c.cur, make(map[plumbing.Hash][]object.TreeEntry, len(c.cur)), 0
+	}
+	c.cur[h] = e
+	c.size += n
 }

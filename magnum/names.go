@@ -3,9 +3,8 @@ package magnum
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"regexp"
 	"strings"
-
-	"github.com/magnum-gitops/magnum-gitops/internal/byteset"
 )
 
 const (
@@ -26,39 +25,11 @@ func SanitizedName(s string, suffix ...string) string {
 	if len(suffix) > 0 && suffix[0] != "" {
 		s = s + "-" + suffix[0]
 	}
-	return strings.Trim(dashRuns(strings.ToLower(s)), "-")
+	return strings.Trim(notLowerAlnum.ReplaceAllString(strings.ToLower(s), "-"), "-")
 }
 
-// dashRuns replaces each run of bytes outside [a-z0-9] with one "-": the regexp
-// [^a-z0-9]+ byte for byte (a multi-byte rune is inside one run either way), without the
-// regexp machinery, which costs a tenth of a render. s is returned as is when no run changes
-// (every run is a lone "-"), as for names already sanitized, which saves the copy.
-func dashRuns(s string) string {
-	i := 0
-	for i < len(s) && (lowerAlnum[s[i]] || s[i] == '-' && (i == 0 || lowerAlnum[s[i-1]])) {
-		i++
-	}
-	if i == len(s) {
-		return s
-	}
-	b := make([]byte, i, len(s))
-	copy(b, s)
-	run := i > 0 && s[i-1] == '-' // s[i] continues the run of a lone "-" kept above
-	for ; i < len(s); i++ {
-		c := s[i]
-		if lowerAlnum[c] {
-			b = append(b, c)
-			run = false
-		} else if !run {
-			b = append(b, '-')
-			run = true
-		}
-	}
-	return string(b)
-}
-
-// lowerAlnum is [a-z0-9], what names keep.
-var lowerAlnum = byteset.New("a-z0-9")
+// notLowerAlnum is a run of what names do not keep.
+var notLowerAlnum = regexp.MustCompile(`[^a-z0-9]+`)
 
 // ResourceName is the driver's get_k8s_resource_name: the whole "R-x" re-sanitized. The
 // driver names the Secrets it writes this way, so adopted Secrets keep their names.
@@ -100,7 +71,7 @@ func GenerateReleaseName(clusterName, clusterUUID string) string {
 // Namespace is the driver's cluster_namespace: "<prefix>-" followed by the project id
 // lower-cased with every character outside [a-z0-9] removed.
 func Namespace(prefix, projectID string) string {
-	return prefix + "-" + lowerAlnum.KeepOnly(strings.ToLower(projectID))
+	return prefix + "-" + notLowerAlnum.ReplaceAllString(strings.ToLower(projectID), "")
 }
 
 // IsUUIDLike mirrors oslo.utils is_uuid_like: 32 hex digits once "urn:uuid:", braces and

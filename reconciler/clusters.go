@@ -42,11 +42,11 @@ type Clusters struct {
 	compact *compactor
 }
 
-// TombstoneTTL is how long a completed delete stays answerable.
-const TombstoneTTL = 7 * 24 * time.Hour
+// tombstoneTTL is how long a completed delete stays answerable.
+const tombstoneTTL = 7 * 24 * time.Hour
 
-// NewClusters returns an empty index.
-func NewClusters() *Clusters {
+// newClusters returns an empty index.
+func newClusters() *Clusters {
 	return &Clusters{m: map[string]ClusterRecord{}, gone: map[string]ClusterRecord{}, goneIn: map[string]string{},
 		compact: newCompactor()}
 }
@@ -95,7 +95,7 @@ func (c *Clusters) replace(uuid string, old *v1alpha1.ClusterEvent, rec *Cluster
 	c.unbury(uuid)
 }
 
-// Forget drops a cluster whose delete completed, keeping a tombstone for TombstoneTTL;
+// Forget drops a cluster whose delete completed, keeping a tombstone for tombstoneTTL;
 // head is a commit of the branch in which the cluster's directory is gone.
 func (c *Clusters) Forget(uuid string, at time.Time, head string) {
 	c.mu.Lock()
@@ -111,7 +111,7 @@ func (c *Clusters) forget(uuid string, at time.Time, head string) {
 	}
 	delete(c.m, uuid)
 	for id, rec := range c.gone {
-		if at.Sub(rec.At) > TombstoneTTL {
+		if at.Sub(rec.At) > tombstoneTTL {
 			c.unbury(id)
 		}
 	}
@@ -180,7 +180,7 @@ type FileLister interface {
 // restart, with no event lost that Git holds. A record that does not decode is skipped and
 // returned in bad, so that one corrupt file does not stop the service.
 func LoadClusters(repo FileLister, cfg *generator.Config, at time.Time) (*Clusters, []string, error) {
-	c := NewClusters()
+	c := newClusters()
 	var bad []string
 	for _, root := range cfg.Roots() {
 		files, err := repo.ListFiles(root)
@@ -197,7 +197,7 @@ func LoadClusters(repo FileLister, cfg *generator.Config, at time.Time) (*Cluste
 // load indexes the records among the files of one root.
 func (c *Clusters) load(repo FileLister, cfg *generator.Config, root string, files, bad []string, at time.Time) ([]string, error) {
 	for _, f := range files {
-		if path.Base(f) != RecordFile {
+		if path.Base(f) != recordFile {
 			continue
 		}
 		data, ok, err := repo.ReadFile(f)
@@ -207,7 +207,7 @@ func (c *Clusters) load(repo FileLister, cfg *generator.Config, root string, fil
 		if !ok {
 			continue
 		}
-		ev, err := ReadRecord(data)
+		ev, err := readRecord(data)
 		if err != nil {
 			bad = append(bad, f)
 			continue

@@ -145,7 +145,7 @@ func BenchmarkClustersMemory(b *testing.B) {
 		ev.Cluster.StackID = fmt.Sprintf("b%05d-stack", i)
 		ev.Cluster.ProjectID = fmt.Sprintf("p%03d", i/20)
 		var err error
-		if records[i], err = Record(&ev); err != nil {
+		if records[i], err = encodeRecord(&ev); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -163,7 +163,7 @@ func BenchmarkClustersMemory(b *testing.B) {
 				before := heapInUse()
 				kept := make([]*v1alpha1.ClusterEvent, clusters)
 				for i, data := range records {
-					ev, err := ReadRecord(data)
+					ev, err := readRecord(data)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -68,7 +68,7 @@ type DeleteProgress struct {
 type removal struct {
 	secrets []string
 	// commit is the one Flux must have applied first: the removal's, or a later one
-	// (SecretsRemoval).
+	// (secretsRemoval).
 	commit string
 }
 
@@ -163,7 +163,7 @@ func (r *Reconciler) removal(ctx context.Context, rec ClusterRecord) (removal, e
 	if rm, ok := r.removals.Load(uuid); ok {
 		return rm.(removal), nil
 	}
-	commit, secrets, err := SecretsRemoval(ctx, r.Sink.Repo, rec)
+	commit, secrets, err := secretsRemoval(ctx, r.Sink.Repo, rec)
 	if err != nil {
 		return removal{}, err
 	}
@@ -211,7 +211,7 @@ func (d *deletion) removeSecrets(cfg *generator.Config) planFunc {
 				"They carry kustomize.toolkit.fluxcd.io/prune: disabled, so Flux only drops them from its\n" +
 				"inventory: magnum-gitops deletes them from the management cluster once Flux has applied\n" +
 				"this commit, then removes what is left of the directory.",
-			Trailers: deleteTrailers(rec, OperationRemoveSecrets, gitrepo.Trailer{Key: TrailerSecrets, Value: strings.Join(d.secrets, ", ")})}
+			Trailers: deleteTrailers(rec, operationRemoveSecrets, gitrepo.Trailer{Key: trailerSecrets, Value: strings.Join(d.secrets, ", ")})}
 		for _, f := range fs.Deletes {
 			change.Files[f] = nil
 		}
@@ -234,7 +234,7 @@ func finishDelete(cfg *generator.Config, rec ClusterRecord) planFunc {
 		change := gitrepo.Change{Files: map[string][]byte{},
 			Subject:  fmt.Sprintf("magnum: deleted cluster %s (%s) in project %s is gone", rec.Event.Cluster.Name, rec.StackID, rec.Event.Cluster.ProjectID),
 			Body:     "Its Secrets were deleted from the management cluster; the rest of its directory goes.",
-			Trailers: deleteTrailers(rec, OperationDeleteComplete)}
+			Trailers: deleteTrailers(rec, operationDeleteComplete)}
 		for _, f := range files {
 			change.Files[f] = nil
 		}
@@ -257,20 +257,20 @@ func atPhase(base gitrepo.Tree, cfg *generator.Config, dir string, phase generat
 
 func deleteTrailers(rec ClusterRecord, op string, more ...gitrepo.Trailer) []gitrepo.Trailer {
 	return append([]gitrepo.Trailer{
-		{Key: TrailerClusterUUID, Value: rec.Event.Cluster.UUID},
-		{Key: TrailerOperation, Value: op},
-		{Key: TrailerProject, Value: rec.Event.Cluster.ProjectID},
-		{Key: TrailerStackID, Value: rec.StackID},
+		{Key: trailerClusterUUID, Value: rec.Event.Cluster.UUID},
+		{Key: trailerOperation, Value: op},
+		{Key: trailerProject, Value: rec.Event.Cluster.ProjectID},
+		{Key: trailerStackID, Value: rec.StackID},
 	}, more...)
 }
 
-// SecretsRemoval finds the commit of RemoveSecrets for a cluster in the newest
+// secretsRemoval finds the commit of RemoveSecrets for a cluster in the newest
 // LedgerHistory commits the clone holds, with the Secret names it recorded: a service that
 // did not make it (restarted, or newly elected) needs both to finish the delete, since
 // Flux must have applied the commit before the Secrets go. When the history read does not
 // reach it, commit is the oldest commit read, which came after it (Flux applying that one
 // applied the removal too), and secrets are every name the generator may have written.
-func SecretsRemoval(ctx context.Context, repo *gitrepo.Repo, rec ClusterRecord) (commit string, secrets []string, err error) {
+func secretsRemoval(ctx context.Context, repo *gitrepo.Repo, rec ClusterRecord) (commit string, secrets []string, err error) {
 	n := 0
 	var oldest string
 	err = repo.Walk(ctx, func(c gitrepo.CommitInfo) error {
@@ -278,14 +278,14 @@ func SecretsRemoval(ctx context.Context, repo *gitrepo.Repo, rec ClusterRecord) 
 			return gitrepo.ErrStopWalk
 		}
 		oldest = c.Hash.String()
-		if op, _ := c.Trailer(TrailerOperation); op != OperationRemoveSecrets {
+		if op, _ := c.Trailer(trailerOperation); op != operationRemoveSecrets {
 			return nil
 		}
-		if id, _ := c.Trailer(TrailerClusterUUID); id != rec.Event.Cluster.UUID {
+		if id, _ := c.Trailer(trailerClusterUUID); id != rec.Event.Cluster.UUID {
 			return nil
 		}
 		commit = c.Hash.String()
-		if list, _ := c.Trailer(TrailerSecrets); list != "" {
+		if list, _ := c.Trailer(trailerSecrets); list != "" {
 			secrets = strings.Split(list, ", ")
 		}
 		return gitrepo.ErrStopWalk
@@ -314,10 +314,10 @@ func allSecretNames(stackID string) []string {
 // The Magnum-Operation trailers of the delete's second phase: the Secret files leave
 // Git, then, once the Secrets are deleted from the management cluster, the directory.
 const (
-	OperationRemoveSecrets  = "delete_cluster_secrets"
-	OperationDeleteComplete = "delete_cluster_complete"
+	operationRemoveSecrets  = "delete_cluster_secrets"
+	operationDeleteComplete = "delete_cluster_complete"
 )
 
-// TrailerSecrets lists, on the commit that removed a deleted cluster's Secret files, the
+// trailerSecrets lists, on the commit that removed a deleted cluster's Secret files, the
 // names of those Secrets.
-const TrailerSecrets = "Magnum-Secrets"
+const trailerSecrets = "Magnum-Secrets"

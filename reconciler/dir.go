@@ -24,8 +24,8 @@ type DirSink struct {
 	Root string
 }
 
-// ErrSymlink is returned when a path of the change crosses a symbolic link.
-var ErrSymlink = errors.New("refusing to follow a symbolic link")
+// errSymlink is returned when a path of the change crosses a symbolic link.
+var errSymlink = errors.New("refusing to follow a symbolic link")
 
 // Apply runs the pipeline for one event and writes the plan into the directory.
 func (s *DirSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEvent) (*Written, error) {
@@ -126,7 +126,7 @@ func noSymlinks(root *os.Root, p string) error {
 			return err
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s: %w", sub, ErrSymlink)
+			return fmt.Errorf("%s: %w", sub, errSymlink)
 		}
 	}
 	return nil

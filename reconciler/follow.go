@@ -63,18 +63,18 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 		}
 		n++
 		read[c.Hash.String()] = true
-		id, _ := c.Trailer(TrailerEventID)
-		if digest, ok := c.Trailer(TrailerEventDigest); ok && id != "" {
+		id, _ := c.Trailer(trailerEventID)
+		if digest, ok := c.Trailer(trailerEventDigest); ok && id != "" {
 			ids = append(ids, learned{id, digest, c})
 		}
-		uuid, ok := c.Trailer(TrailerClusterUUID)
+		uuid, ok := c.Trailer(trailerClusterUUID)
 		if !ok {
 			return nil
 		}
 		t, seen := clusters[uuid]
 		if !seen { // the newest commit of a cluster says where its record is
-			t.stackID, _ = c.Trailer(TrailerStackID)
-			t.project, _ = c.Trailer(TrailerProject)
+			t.stackID, _ = c.Trailer(trailerStackID)
+			t.project, _ = c.Trailer(trailerProject)
 			t.eventID = id
 		}
 		if t.event == "" && eventCommit(c) {
@@ -119,11 +119,11 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 		}
 		var rec *ClusterRecord // nil: the directory is gone, the delete completed
 		if ok {
-			ev, err := ReadRecord(data)
+			ev, err := readRecord(data)
 			if err != nil {
 				continue // LoadClusters reports such a record at start; the next event replaces it
 			}
-			if had && old.Revision != "" && Digest(old.Event) == Digest(ev) {
+			if had && old.Revision != "" && eventDigest(old.Event) == eventDigest(ev) {
 				continue // what is indexed already, with its commit and time
 			}
 			rev := f.Ledger.Revision(ev.ID)
@@ -141,7 +141,7 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 // readRecordAt reads a cluster's record from the first root that holds its directory.
 func readRecordAt(t Tree, roots []string, namespace, stackID string) (data []byte, root string, ok bool, err error) {
 	for _, root := range roots {
-		data, ok, err := t.ReadFile(path.Join(generator.ClusterDir(root, namespace, stackID), RecordFile))
+		data, ok, err := t.ReadFile(path.Join(generator.ClusterDir(root, namespace, stackID), recordFile))
 		if err != nil || ok {
 			return data, root, ok, err
 		}
@@ -165,9 +165,9 @@ func (f *Follower) newer(rev, head string, read map[string]bool) bool {
 // eventCommit reports whether a commit carries an event, rather than a resync or the later
 // steps of a delete.
 func eventCommit(c gitrepo.CommitInfo) bool {
-	if _, ok := c.Trailer(TrailerResync); ok {
+	if _, ok := c.Trailer(trailerResync); ok {
 		return false
 	}
-	op, _ := c.Trailer(TrailerOperation)
-	return op != "" && op != OperationRemoveSecrets && op != OperationDeleteComplete
+	op, _ := c.Trailer(trailerOperation)
+	return op != "" && op != operationRemoveSecrets && op != operationDeleteComplete
 }

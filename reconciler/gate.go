@@ -221,7 +221,7 @@ func (g *Gate) wroteRecord(have []byte) bool {
 
 // sameRecord reports whether the record file have holds the event whose record is want.
 func sameRecord(have, want []byte) bool {
-	old, err := ReadRecord(have)
+	old, err := readRecord(have)
 	return err == nil && sameEvent(old, want)
 }
 

@@ -21,7 +21,7 @@ import (
 // conflict.
 var ErrIdempotencyConflict = errors.New("event id already used for a different event")
 
-// This file holds the one rule for event ids: an id names one event body (its Digest);
+// This file holds the one rule for event ids: an id names one event body (its eventDigest);
 // the first commit that carried it answers every retry of it, with no second commit; the
 // same id with another body is ErrIdempotencyConflict. The rule is applied to what is
 // known of Git where it is known, each a view of the same trailers and records:
@@ -52,9 +52,9 @@ func (r *Reconciler) replayed(op *operation, seen map[string]string) (Summary, b
 	return Summary{}, false
 }
 
-// Digest identifies an event's content, Secret material included, so that a retry can be
+// eventDigest identifies an event's content, Secret material included, so that a retry can be
 // told from a new event under an old id. Only the hash leaves the process.
-func Digest(ev *v1alpha1.ClusterEvent) string {
+func eventDigest(ev *v1alpha1.ClusterEvent) string {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		// Every field of a decoded event marshals; this cannot happen.
@@ -149,8 +149,8 @@ func LoadLedger(ctx context.Context, repo *gitrepo.Repo) (*Ledger, error) {
 		if n++; n > LedgerHistory {
 			return gitrepo.ErrStopWalk
 		}
-		id, ok1 := c.Trailer(TrailerEventID)
-		digest, ok2 := c.Trailer(TrailerEventDigest)
+		id, ok1 := c.Trailer(trailerEventID)
+		digest, ok2 := c.Trailer(trailerEventDigest)
 		if !ok1 || !ok2 {
 			return nil
 		}
@@ -181,9 +181,9 @@ func (l *Ledger) learn(id, digest string, c gitrepo.CommitInfo) {
 
 // summaryOf is the answer a commit that carried an event gives to its retries.
 func summaryOf(id string, c gitrepo.CommitInfo) Summary {
-	uuid, _ := c.Trailer(TrailerClusterUUID)
-	stackID, _ := c.Trailer(TrailerStackID)
-	op, _ := c.Trailer(TrailerOperation)
+	uuid, _ := c.Trailer(trailerClusterUUID)
+	stackID, _ := c.Trailer(trailerStackID)
+	op, _ := c.Trailer(trailerOperation)
 	return Summary{EventID: id, Operation: v1alpha1.Operation(op), ClusterUUID: uuid, StackID: stackID,
 		Outcome: OutcomeCommitted, Revision: c.Hash.String()}
 }
@@ -213,11 +213,11 @@ func checkReusedID(base Tree, record string, ev *v1alpha1.ClusterEvent) error {
 	if !ok || (plainID(ev.ID) && !bytes.Contains(data, []byte(ev.ID))) {
 		return nil
 	}
-	want, err := Record(inherit(ev, data))
+	want, err := encodeRecord(inherit(ev, data))
 	if err != nil || bytes.Equal(want, data) {
 		return nil // a retry (or an event that does not encode, which the plan reports)
 	}
-	rec, err := ReadRecord(data)
+	rec, err := readRecord(data)
 	if err != nil || rec.ID != ev.ID {
 		return nil // a corrupt record is the plan's to overwrite
 	}

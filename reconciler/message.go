@@ -15,12 +15,12 @@ import (
 // Commit trailers the service reads back: after a restart, from another replica, and to
 // finish a delete.
 const (
-	TrailerEventID     = "Magnum-Event-ID"
-	TrailerEventDigest = "Magnum-Event-Digest"
-	TrailerClusterUUID = "Magnum-Cluster-UUID"
-	TrailerOperation   = "Magnum-Operation"
-	TrailerProject     = "Magnum-Project"
-	TrailerStackID     = "Magnum-Stack-ID"
+	trailerEventID     = "Magnum-Event-ID"
+	trailerEventDigest = "Magnum-Event-eventDigest"
+	trailerClusterUUID = "Magnum-Cluster-UUID"
+	trailerOperation   = "Magnum-Operation"
+	trailerProject     = "Magnum-Project"
+	trailerStackID     = "Magnum-Stack-ID"
 )
 
 // verbs names what each operation does, for commit subjects.
@@ -36,11 +36,11 @@ var verbs = map[v1alpha1.Operation]string{
 	v1alpha1.DeleteNodeGroup:  "delete node group %s of cluster",
 }
 
-// CommitChange turns a rendered event into a gitrepo.Change: a subject a reviewer
+// commitChange turns a rendered event into a gitrepo.Change: a subject a reviewer
 // understands, a body saying what changed (versions, counts, flavors) compared with the
 // values the repository held before (nil when none), and trailers. It never includes a
 // secret value: Secrets are named, not shown.
-func CommitChange(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generator.FileSet, old map[string]any) gitrepo.Change {
+func commitChange(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generator.FileSet, old map[string]any) gitrepo.Change {
 	verb := verbs[res.Operation]
 	if strings.Contains(verb, "%s") {
 		verb = fmt.Sprintf(verb, ev.NodeGroup)
@@ -49,18 +49,18 @@ func CommitChange(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generato
 		Subject: fmt.Sprintf("magnum: %s %s (%s) in project %s", verb, res.ClusterName, res.ReleaseName, res.ProjectID),
 		Files:   map[string][]byte{},
 		Trailers: []gitrepo.Trailer{
-			{Key: TrailerClusterUUID, Value: res.ClusterUUID},
-			{Key: TrailerOperation, Value: string(res.Operation)},
-			{Key: TrailerProject, Value: res.ProjectID},
-			{Key: TrailerStackID, Value: res.ReleaseName},
+			{Key: trailerClusterUUID, Value: res.ClusterUUID},
+			{Key: trailerOperation, Value: string(res.Operation)},
+			{Key: trailerProject, Value: res.ProjectID},
+			{Key: trailerStackID, Value: res.ReleaseName},
 		},
 	}
 	if res.EventID != "" {
 		// The digest lets a restarted service tell a retried event id from a reused one:
 		// of the event as it came (Pipeline.Render keeps it), which a retry repeats, not as
 		// the resolvers completed it.
-		c.Trailers = append(c.Trailers, gitrepo.Trailer{Key: TrailerEventID, Value: res.EventID},
-			gitrepo.Trailer{Key: TrailerEventDigest, Value: res.EventDigest})
+		c.Trailers = append(c.Trailers, gitrepo.Trailer{Key: trailerEventID, Value: res.EventID},
+			gitrepo.Trailer{Key: trailerEventDigest, Value: res.EventDigest})
 	}
 	for p, b := range fs.Files {
 		c.Files[p] = b

@@ -34,7 +34,7 @@ func Decode(data []byte) (*v1alpha1.ClusterEvent, error) {
 func (p *Pipeline) Render(ctx context.Context, ev *v1alpha1.ClusterEvent) (*generator.Result, error) {
 	var digest string
 	if ev.ID != "" {
-		digest = Digest(ev)
+		digest = eventDigest(ev)
 	}
 	res, err := p.render(ctx, ev)
 	if err != nil {

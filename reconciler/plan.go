@@ -44,7 +44,7 @@ func (pl *Plan) Paths() []string { return slices.Sorted(maps.Keys(pl.Changes)) }
 // (inherit): the plan's Event and Result are then that event's.
 //
 // An event that moves Kubernetes while an upgrade chain is under way (the tree's
-// HelmRelease deploys a step of it) is refused with ErrUpgradeInProgress: only the
+// HelmRelease deploys a step of it) is refused with errUpgradeInProgress: only the
 // reconciler's upgrade step moves a chain on, once Cluster API rolled out its last step.
 func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree Tree) (*Plan, error) {
 	return p.plan(ev, res, tree, false)
@@ -57,7 +57,7 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	if err := p.checkMove(res, tree); err != nil {
 		return nil, err
 	}
-	if rec, ok, err := tree.ReadFile(path.Join(dir, RecordFile)); err != nil {
+	if rec, ok, err := tree.ReadFile(path.Join(dir, recordFile)); err != nil {
 		return nil, stepError("read", err)
 	} else if in := inherit(ev, rec); ok && in != ev {
 		again, err := generator.Render(in, p.Config)
@@ -138,7 +138,7 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 			}
 			pl.Step = step.UpgradeStep
 			pl.Commit.Body += "\n" + step.String()
-			pl.Commit.Trailers = append(pl.Commit.Trailers, gitrepo.Trailer{Key: TrailerUpgradeTarget, Value: step.Target})
+			pl.Commit.Trailers = append(pl.Commit.Trailers, gitrepo.Trailer{Key: trailerUpgradeTarget, Value: step.Target})
 			return pl, nil
 		}
 		if err := checkUpgrade(dep, ev, res); err != nil {
@@ -149,11 +149,11 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 			old = dep.values
 		}
 	}
-	// CommitChange gives the commit the whole desired state of the event's paths (not only
+	// commitChange gives the commit the whole desired state of the event's paths (not only
 	// the differences), so that a path someone else changed to what we want is no
 	// conflict. Whether anything changed is pl.Changes, decided here on the tree the
 	// commit follows; a plan with none is not handed to gitrepo.
-	pl.Commit = CommitChange(ev, res, fs, old)
+	pl.Commit = commitChange(ev, res, fs, old)
 	return pl, nil
 }
 
@@ -164,7 +164,7 @@ func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, res *generator.Result, f
 		fs.Deletes = append(fs.Deletes, f)
 		return nil
 	}
-	b, err := Record(ev)
+	b, err := encodeRecord(ev)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (p *Pipeline) checkMove(res *generator.Result, tree Tree) error {
 		if root == res.Root {
 			continue
 		}
-		_, ok, err := tree.ReadFile(path.Join(generator.ClusterDir(root, res.Namespace, res.ReleaseName), RecordFile))
+		_, ok, err := tree.ReadFile(path.Join(generator.ClusterDir(root, res.Namespace, res.ReleaseName), recordFile))
 		if err != nil {
 			return stepError("read", err)
 		}

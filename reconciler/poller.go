@@ -14,14 +14,14 @@ import (
 
 // Defaults of a Poller.
 const (
-	DefaultPollInterval = time.Minute
-	// DefaultNodeGroupsMaxAge bounds how long node groups read for a cluster whose
+	defaultPollInterval = time.Minute
+	// defaultNodeGroupsMaxAge bounds how long node groups read for a cluster whose
 	// updated_at did not move are reused.
-	DefaultNodeGroupsMaxAge = 10 * time.Minute
-	// DefaultCreateGrace is how long a new cluster is left to the driver shim: it posts
+	defaultNodeGroupsMaxAge = 10 * time.Minute
+	// defaultCreateGrace is how long a new cluster is left to the driver shim: it posts
 	// create_cluster from the conductor seconds after Magnum lists the cluster, so minutes
 	// mean the shim is not coming (not installed, or its POST failed for good).
-	DefaultCreateGrace = 5 * time.Minute
+	defaultCreateGrace = 5 * time.Minute
 )
 
 // MagnumAPI is what a Poller reads from Magnum; *openstack.Magnum implements it.
@@ -81,15 +81,15 @@ type Poller struct {
 	// projects to admins only). Only then does a cluster missing from the list, and not
 	// found by id either, become a delete_cluster: otherwise it may only be invisible.
 	AllProjects bool
-	// Interval is the time between passes (DefaultPollInterval when zero); PageSize the
+	// Interval is the time between passes (defaultPollInterval when zero); PageSize the
 	// clusters and templates read per request (openstack.DefaultPageSize when zero).
 	Interval time.Duration
 	PageSize int
-	// NodeGroupsMaxAge bounds the reuse of node groups (DefaultNodeGroupsMaxAge when zero).
+	// NodeGroupsMaxAge bounds the reuse of node groups (defaultNodeGroupsMaxAge when zero).
 	NodeGroupsMaxAge time.Duration
 	// CreateGrace is how long after its created_at a cluster Git has never held, while
 	// Magnum shows it CREATE_IN_PROGRESS, is left for the driver shim's create_cluster
-	// (DefaultCreateGrace when zero; negative: none, the poller creates it at once). A
+	// (defaultCreateGrace when zero; negative: none, the poller creates it at once). A
 	// cluster without created_at, or in any other status, is created at once: only the
 	// moment the shim is about to post is waited out.
 	CreateGrace time.Duration
@@ -276,7 +276,7 @@ func (p *Poller) nodeGroups(ctx context.Context, c openstack.Cluster) ([]opensta
 	now := p.now()
 	maxAge := p.NodeGroupsMaxAge
 	if maxAge <= 0 {
-		maxAge = DefaultNodeGroupsMaxAge
+		maxAge = defaultNodeGroupsMaxAge
 	}
 	if s, ok := p.seen[c.UUID]; ok && !c.UpdatedAt.IsZero() && s.updatedAt.Equal(c.UpdatedAt) && now.Sub(s.readAt) < maxAge {
 		return s.groups, nil
@@ -302,14 +302,14 @@ func (p *Poller) inCreateGrace(c openstack.Cluster) bool {
 
 func (p *Poller) createGrace() time.Duration {
 	if p.CreateGrace == 0 {
-		return DefaultCreateGrace
+		return defaultCreateGrace
 	}
 	return p.CreateGrace
 }
 
 func (p *Poller) interval() time.Duration {
 	if p.Interval <= 0 {
-		return DefaultPollInterval
+		return defaultPollInterval
 	}
 	return p.Interval
 }

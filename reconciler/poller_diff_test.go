@@ -274,7 +274,7 @@ func TestSelectTemplates(t *testing.T) {
 
 func TestPollEventIDIsDerivedFromTheState(t *testing.T) {
 	ev := &v1alpha1.ClusterEvent{Operation: v1alpha1.ResizeCluster, Cluster: magnumView().Cluster}
-	id := PollEventID(ev)
+	id := pollEventID(ev)
 	withSecrets := *ev
 	withSecrets.Secrets = &v1alpha1.SecretMaterial{ApplicationCredential: &v1alpha1.ApplicationCredential{ID: "x", Secret: "s"}}
 	changed := *ev
@@ -282,9 +282,9 @@ func TestPollEventIDIsDerivedFromTheState(t *testing.T) {
 	switch {
 	case len(id) != len("poll-")+36+len("-resize_cluster-")+12:
 		t.Errorf("id %q", id)
-	case PollEventID(&withSecrets) != id:
+	case pollEventID(&withSecrets) != id:
 		t.Error("Secret material changed the id")
-	case PollEventID(&changed) == id:
+	case pollEventID(&changed) == id:
 		t.Error("a different state got the same id")
 	}
 }

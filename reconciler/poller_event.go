@@ -13,13 +13,13 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 )
 
-// PollerDriver names the poller as the events' origin (the record's magnum.driver).
-const PollerDriver = "magnum-gitops-poller"
+// pollerDriver names the poller as the events' origin (the record's magnum.driver).
+const pollerDriver = "magnum-gitops-poller"
 
-// PollEventID is the id of a polled event: "poll-<cluster uuid>-<operation>-<hash>", the
+// pollEventID is the id of a polled event: "poll-<cluster uuid>-<operation>-<hash>", the
 // hash taken over the event without its id and Secret material. The same difference
 // between Git and Magnum therefore always gets the same id, in this process or the next.
-func PollEventID(ev *v1alpha1.ClusterEvent) string {
+func pollEventID(ev *v1alpha1.ClusterEvent) string {
 	e := *ev
 	e.ID, e.Secrets = "", nil
 	b, err := json.Marshal(&e)
@@ -39,14 +39,14 @@ func (p *Poller) pollEvent(rec *v1alpha1.ClusterEvent, st step) *v1alpha1.Cluste
 		Operation: st.Op, NodeGroup: st.NodeGroup,
 		Context: v1alpha1.RequestContext{ProjectID: s.Cluster.ProjectID, UserID: s.Cluster.UserID, AuthURL: p.AuthURL},
 		Cluster: s.Cluster, ClusterTemplate: s.Template, NodeGroups: s.NodeGroups, Params: st.Params,
-		Magnum: &v1alpha1.Origin{Driver: PollerDriver}}
+		Magnum: &v1alpha1.Origin{Driver: pollerDriver}}
 	if rec != nil {
 		ev.Context.AuthURL = cmp.Or(rec.Context.AuthURL, p.AuthURL)
 		if st.Op == v1alpha1.DeleteCluster {
 			ev.Resolved = rec.Resolved
 		}
 	}
-	ev.ID = PollEventID(ev)
+	ev.ID = pollEventID(ev)
 	return ev
 }
 
@@ -54,9 +54,9 @@ func (p *Poller) pollEvent(rec *v1alpha1.ClusterEvent, st step) *v1alpha1.Cluste
 func (p *Poller) submit(ctx context.Context, c openstack.Cluster, rec *v1alpha1.ClusterEvent, st step) error {
 	ev := p.pollEvent(rec, st)
 	// The record must read back after a restart; refuse here what would not.
-	if b, err := Record(ev); err != nil {
+	if b, err := encodeRecord(ev); err != nil {
 		return err
-	} else if _, err := ReadRecord(b); err != nil {
+	} else if _, err := readRecord(b); err != nil {
 		return fmt.Errorf("event %s: %w", ev.ID, err)
 	}
 	if st.Op == v1alpha1.CreateCluster && p.Credentials != nil {

@@ -10,8 +10,8 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
-// ErrShuttingDown is the answer to events that arrive after the reconciler stopped.
-var ErrShuttingDown = &Error{Kind: KindRetry, Step: "accept", Err: errors.New("shutting down")}
+// errShuttingDown is the answer to events that arrive after the reconciler stopped.
+var errShuttingDown = &Error{Kind: KindRetry, Step: "accept", Err: errors.New("shutting down")}
 
 // Reconciler brings each cluster's directory in Git to what Magnum asked of it, the way a
 // Flux or Cluster API controller reconciles an object. Event sources (the HTTP API, the
@@ -91,9 +91,9 @@ func (r *Reconciler) Start() {
 // It returns early with a retry Summary when ctx ends first; the operation may still be
 // committed, which a retry with the same id then finds in the Ledger.
 func (r *Reconciler) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summary {
-	op := &operation{ctx: ctx, ev: ev, digest: Digest(ev), at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
+	op := &operation{ctx: ctx, ev: ev, digest: eventDigest(ev), at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
 	if !r.desired.put(op) {
-		return NewSummary(ev, nil, ErrShuttingDown)
+		return NewSummary(ev, nil, errShuttingDown)
 	}
 	select {
 	case sum := <-op.answer:
@@ -113,7 +113,7 @@ func (r *Reconciler) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summ
 func (r *Reconciler) SubmitAll(ctx context.Context, events []*v1alpha1.ClusterEvent) []Summary {
 	ops := make([]*operation, len(events))
 	for i, ev := range events {
-		ops[i] = &operation{ctx: ctx, ev: ev, digest: Digest(ev), at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
+		ops[i] = &operation{ctx: ctx, ev: ev, digest: eventDigest(ev), at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
 	}
 	sums := make([]Summary, len(events))
 	r.submitAll(ctx, ops, sums)
@@ -183,7 +183,7 @@ func (r *Reconciler) submitAll(ctx context.Context, ops []*operation, sums []Sum
 	if !r.desired.put(ops...) {
 		for i, op := range ops {
 			if op != nil {
-				sums[i] = NewSummary(op.ev, nil, ErrShuttingDown)
+				sums[i] = NewSummary(op.ev, nil, errShuttingDown)
 			}
 		}
 		return
@@ -211,7 +211,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			for _, op := range r.desired.close() {
-				r.answer(op, NewSummary(op.ev, nil, ErrShuttingDown))
+				r.answer(op, NewSummary(op.ev, nil, errShuttingDown))
 			}
 			return
 		case <-r.desired.ready:

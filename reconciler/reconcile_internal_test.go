@@ -91,7 +91,7 @@ func TestReconcile(t *testing.T) {
 				var ops []*operation
 				for _, s := range subs {
 					o := op(s.ev.Cluster.UUID, s.ev.ID)
-					o.ev, o.digest = s.ev, Digest(s.ev)
+					o.ev, o.digest = s.ev, eventDigest(s.ev)
 					if s.ctx != nil {
 						o.ctx = s.ctx
 					}
@@ -118,7 +118,7 @@ func TestReconcile(t *testing.T) {
 				t.Errorf("answers (-want +got):\n%s", diff)
 			}
 			commits := map[byte][]string{}
-			for _, id := range strings.Fields(remote.Git(dir, "log", "--reverse", "--format=%(trailers:key="+TrailerEventID+",valueonly,separator=)", head+"..main")) {
+			for _, id := range strings.Fields(remote.Git(dir, "log", "--reverse", "--format=%(trailers:key="+trailerEventID+",valueonly,separator=)", head+"..main")) {
 				commits[id[0]] = append(commits[id[0]], id)
 			}
 			if diff := cmp.Diff(tt.commits, commits); diff != "" {

@@ -12,17 +12,17 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
-// RecordFile is the file beside a cluster's manifests that holds the last event applied to
+// recordFile is the file beside a cluster's manifests that holds the last event applied to
 // it, without its Secret material: with it, the repository alone can be rendered again
 // (resync after an upgrade of magnum-gitops, status after a restart). Flux ignores it: the
 // directory's kustomization.yaml does not list it.
-const RecordFile = "magnum-cluster.yaml"
+const recordFile = "magnum-cluster.yaml"
 
-// Record returns an event as stored in RecordFile: everything but the Secret material, as
+// encodeRecord returns an event as stored in recordFile: everything but the Secret material, as
 // indented JSON. JSON is YAML too, so the file keeps its name and older records, written as
 // YAML, still read; JSON is what a resync reads quickly for every cluster, with the
 // standard library.
-func Record(ev *v1alpha1.ClusterEvent) ([]byte, error) {
+func encodeRecord(ev *v1alpha1.ClusterEvent) ([]byte, error) {
 	c := *ev
 	c.Secrets = nil
 	var b bytes.Buffer
@@ -37,14 +37,14 @@ func Record(ev *v1alpha1.ClusterEvent) ([]byte, error) {
 
 // recordPath is where a rendered cluster's record lives.
 func recordPath(res *generator.Result) string {
-	return path.Join(generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName), RecordFile)
+	return path.Join(generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName), recordFile)
 }
 
-// ReadRecord decodes a RecordFile.
-func ReadRecord(data []byte) (*v1alpha1.ClusterEvent, error) {
+// readRecord decodes a recordFile.
+func readRecord(data []byte) (*v1alpha1.ClusterEvent, error) {
 	ev, err := v1alpha1.DecodeEvent(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", RecordFile, err)
+		return nil, fmt.Errorf("%s: %w", recordFile, err)
 	}
 	return ev, nil
 }
@@ -71,6 +71,6 @@ func inherit(ev *v1alpha1.ClusterEvent, record []byte) *v1alpha1.ClusterEvent {
 // sameEvent reports whether a record read back (in whatever encoding it was written) holds
 // the event whose record is want: the one rule for "the same event" of records.
 func sameEvent(rec *v1alpha1.ClusterEvent, want []byte) bool {
-	again, err := Record(rec)
+	again, err := encodeRecord(rec)
 	return err == nil && bytes.Equal(again, want)
 }

@@ -16,9 +16,9 @@ type Resolver interface {
 	Resolve(ctx context.Context, ev *v1alpha1.ClusterEvent) error
 }
 
-// SystemCABundles are where Linux distributions keep the root bundle that the driver's
+// systemCABundles are where Linux distributions keep the root bundle that the driver's
 // default (the certifi bundle, i.e. Mozilla's roots) corresponds to.
-var SystemCABundles = []string{
+var systemCABundles = []string{
 	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu
 	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
 	"/etc/ssl/ca-bundle.pem",             // openSUSE
@@ -31,7 +31,7 @@ var SystemCABundles = []string{
 type CABundle struct {
 	// File is [drivers] openstack_ca_file.
 	File string
-	// System lists the system bundles to try; SystemCABundles when nil.
+	// System lists the system bundles to try; systemCABundles when nil.
 	System []string
 }
 
@@ -51,7 +51,7 @@ func (c CABundle) Resolve(_ context.Context, ev *v1alpha1.ClusterEvent) error {
 	}
 	system := c.System
 	if system == nil {
-		system = SystemCABundles
+		system = systemCABundles
 	}
 	for _, f := range system {
 		if b, err := os.ReadFile(f); err == nil {

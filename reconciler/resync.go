@@ -21,8 +21,8 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
-// TrailerResync marks a commit made by resync rather than by an event.
-const TrailerResync = "Magnum-Resync"
+// trailerResync marks a commit made by resync rather than by an event.
+const trailerResync = "Magnum-Resync"
 
 // ResyncOptions says what ResyncRecords hands the clusters it finds to.
 type ResyncOptions struct {
@@ -167,7 +167,7 @@ func (p *Pipeline) readWindow(ctx context.Context, repo FileLister, records []st
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, rec := range recs {
 		g.Go(func() error {
-			rec.Event, errs[i] = ReadRecord(rec.Data)
+			rec.Event, errs[i] = readRecord(rec.Data)
 			return nil
 		})
 	}
@@ -192,7 +192,7 @@ func (p *Pipeline) records(repo FileLister, read *resyncRead) ([]string, error) 
 	var records []string
 	if read != nil {
 		for f := range read.hashes {
-			if path.Base(f) == RecordFile {
+			if path.Base(f) == recordFile {
 				records = append(records, f)
 			}
 		}
@@ -205,7 +205,7 @@ func (p *Pipeline) records(repo FileLister, read *resyncRead) ([]string, error) 
 			return nil, stepError("read", err)
 		}
 		for _, f := range files {
-			if path.Base(f) == RecordFile {
+			if path.Base(f) == recordFile {
 				records = append(records, f)
 			}
 		}
@@ -300,7 +300,7 @@ func (p *Pipeline) PlanResync(ctx context.Context, rec *ResyncRecord, tree Tree)
 		return nil, err
 	}
 	pl, err := p.Plan(rec.Event, res, tree)
-	if errors.Is(err, ErrUpgradeInProgress) {
+	if errors.Is(err, errUpgradeInProgress) {
 		return nil, nil
 	}
 	if err != nil {
@@ -333,8 +333,8 @@ func (p *Pipeline) settle(rec *ResyncRecord, pl *Plan, tree Tree) {
 func asResync(pl *Plan) {
 	r := pl.Result
 	pl.Commit.Subject = "magnum-gitops: resync cluster " + r.ClusterName + " (" + r.ReleaseName + ") in project " + r.ProjectID
-	pl.Commit.Body = "Rendered again from " + RecordFile + " by the current magnum-gitops; the cluster itself did not change.\n\n" + pl.Commit.Body
-	pl.Commit.Trailers = append(withoutEvent(pl.Commit.Trailers), gitrepo.Trailer{Key: TrailerResync, Value: "true"})
+	pl.Commit.Body = "Rendered again from " + recordFile + " by the current magnum-gitops; the cluster itself did not change.\n\n" + pl.Commit.Body
+	pl.Commit.Trailers = append(withoutEvent(pl.Commit.Trailers), gitrepo.Trailer{Key: trailerResync, Value: "true"})
 }
 
 // withoutEvent is a commit's trailers without the event's id and digest, for a commit no
@@ -343,7 +343,7 @@ func asResync(pl *Plan) {
 func withoutEvent(trailers []gitrepo.Trailer) []gitrepo.Trailer {
 	var kept []gitrepo.Trailer
 	for _, t := range trailers {
-		if t.Key != TrailerEventID && t.Key != TrailerEventDigest {
+		if t.Key != trailerEventID && t.Key != trailerEventDigest {
 			kept = append(kept, t)
 		}
 	}

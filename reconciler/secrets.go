@@ -70,11 +70,11 @@ func (sp SecretPolicy) addCreationRules(cfg *generator.Config, fs *generator.Fil
 	}
 	for f := range fs.Files {
 		if strings.HasSuffix(path.Base(f), sopsenc.FileSuffix) {
-			fs.Files[SOPSConfigFile] = sp.Encrypter.CreationRules(cfg.Roots()...)
+			fs.Files[sopsConfigFile] = sp.Encrypter.CreationRules(cfg.Roots()...)
 			return
 		}
 	}
 }
 
-// SOPSConfigFile is the repository's SOPS configuration, at its root.
-const SOPSConfigFile = ".sops.yaml"
+// sopsConfigFile is the repository's SOPS configuration, at its root.
+const sopsConfigFile = ".sops.yaml"

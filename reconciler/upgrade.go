@@ -22,19 +22,19 @@ import (
 //     every MachineDeployment, all up to date and ready), it commits the next step, until
 //     the last one, whose HelmRelease deploys the target without the annotation.
 //   - Nothing else moves Kubernetes meanwhile: an event or a resync that would is refused
-//     with ErrUpgradeInProgress.
+//     with errUpgradeInProgress.
 //   - A step that fails never rolls out, so the chain stops there; the status says why.
 //
 // Every state lives in Git, so a restarted or newly elected leader carries on.
 
-// ErrUpgradeInProgress refuses to move Kubernetes while an upgrade chain is under way.
-var ErrUpgradeInProgress = errors.New("an upgrade chain is under way")
+// errUpgradeInProgress refuses to move Kubernetes while an upgrade chain is under way.
+var errUpgradeInProgress = errors.New("an upgrade chain is under way")
 
-// TrailerUpgradeTarget marks the commits of a chained upgrade with its target version.
-const TrailerUpgradeTarget = "Magnum-Upgrade-Target"
+// trailerUpgradeTarget marks the commits of a chained upgrade with its target version.
+const trailerUpgradeTarget = "Magnum-Upgrade-Target"
 
-// OperationUpgradeStep is the Magnum-Operation trailer of a chain's later steps.
-const OperationUpgradeStep = "upgrade_cluster_step"
+// operationUpgradeStep is the Magnum-Operation trailer of a chain's later steps.
+const operationUpgradeStep = "upgrade_cluster_step"
 
 // chainStep is a step the plan deploys instead of the event's own render.
 type chainStep struct {
@@ -56,7 +56,7 @@ func (p *Pipeline) chain(ev *v1alpha1.ClusterEvent, res *generator.Result, dep *
 	}
 	if !chained && dep.upgradeTarget != "" {
 		return nil, &Error{Kind: KindRetry, Step: "diff", Err: fmt.Errorf("%w: the cluster deploys Kubernetes %s on its way to %s; the next step follows once Cluster API has rolled out %s",
-			ErrUpgradeInProgress, from, dep.upgradeTarget, from)}
+			errUpgradeInProgress, from, dep.upgradeTarget, from)}
 	}
 	stepRes, step, err := generator.RenderUpgradeStep(ev, p.Config, res, dep.upgradeState())
 	if err != nil {
@@ -156,13 +156,13 @@ func asUpgradeStep(pl *Plan, from, target string) {
 	pl.Commit.Body = fmt.Sprintf("The next step of a chained upgrade: Cluster API has rolled out Kubernetes %s.\n\n", from) + pl.Commit.Body
 	kept := withoutEvent(pl.Commit.Trailers)
 	for i, t := range kept {
-		if t.Key == TrailerOperation {
-			kept[i].Value = OperationUpgradeStep
+		if t.Key == trailerOperation {
+			kept[i].Value = operationUpgradeStep
 		}
 	}
 	if pl.Step == nil {
 		// The last step: the one before it carried the target.
-		kept = append(kept, gitrepo.Trailer{Key: TrailerUpgradeTarget, Value: target})
+		kept = append(kept, gitrepo.Trailer{Key: trailerUpgradeTarget, Value: target})
 	}
 	pl.Commit.Trailers = kept
 }

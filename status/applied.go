@@ -7,9 +7,9 @@ import (
 // Applied is the one answer to "has Flux applied the commit that carries this operation?",
 // for the status mapping, the service's API and its loops alike. It reports whether the
 // Kustomization k has applied revision (a commit id), and the revision it applied last.
-// Applied means the last applied revision includes it (Options.Includes: that commit or a
-// later one with it in its history), or the Kustomization's history (status.history, kept
-// by kustomize-controller v1.3 and later) holds a successful reconciliation of it: a later
+// Applied means the last applied revision includes it (that commit, or a later one with it
+// in its history as Options.Ancestry says), or the Kustomization's history
+// (status.history, kept by kustomize-controller v1.3 and later) holds a successful reconciliation of it: a later
 // commit applied since then does not take that back, and without a clone of the repository
 // (the status CLI) the history is all that says so. The service's own later commits (a
 // delete's steps) would otherwise make an applied delete look pending again.
@@ -18,7 +18,6 @@ func Applied(k *unstructured.Unstructured, revision string, opts Options) (appli
 	if revision == "" {
 		return applied, false
 	}
-	// The history first: a few entries, where Includes may walk the repository's history.
 	history, _, _ := unstructured.NestedSlice(k.Object, "status", "history")
 	for _, h := range history {
 		e, _ := h.(map[string]any)

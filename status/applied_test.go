@@ -26,7 +26,8 @@ func TestApplied(t *testing.T) {
 		}
 		return k
 	}
-	later := status.Options{Includes: func(applied, revision string) bool { return status.AppliedCommit(applied) == b && revision == a }}
+	c := strings.Repeat("c", 40)
+	later := status.Options{Ancestry: status.Ancestry{Applied: "main@sha1:" + b, Includes: true}}
 	for _, tc := range []struct {
 		name     string
 		k        *unstructured.Unstructured
@@ -38,6 +39,9 @@ func TestApplied(t *testing.T) {
 		{"another commit applied", kustomization("main@sha1:" + b), a, status.Options{}, false},
 		{"a prefix of the commit is not the commit", kustomization("main@sha1:" + a), a[:12], status.Options{}, false},
 		{"a later commit that includes it", kustomization("main@sha1:" + b), a, later, true},
+		{"an ancestry of another applied revision", kustomization("main@sha1:" + c), a, later, false},
+		{"a later commit that does not include it", kustomization("main@sha1:" + b), a,
+			status.Options{Ancestry: status.Ancestry{Applied: "main@sha1:" + b}}, false},
 		{"in the history, succeeded", kustomization("main@sha1:"+b, [2]string{"main@sha1:" + a, "ReconciliationSucceeded"}), a, status.Options{}, true},
 		{"in the history, failed", kustomization("main@sha1:"+b, [2]string{"main@sha1:" + a, "ReconciliationFailed"}), a, status.Options{}, false},
 		{"no commit to wait for", kustomization("main@sha1:" + a), "", status.Options{}, false},

@@ -58,8 +58,8 @@ func Evaluate(v View, o Objects, opts Options) Report {
 		}
 	}
 	r.COEVersion = cmp.Or(stringAt(o.ControlPlane, "status", "version"), stringAt(o.ControlPlane, "spec", "version"))
-	// Whether Flux has applied the operation's commit is asked once (Options.Includes may
-	// walk the repository) and decides for the cluster and its node groups alike.
+	// Whether Flux has applied the operation's commit is asked once and decides for the
+	// cluster and its node groups alike.
 	pending := revisionPending(v, o, opts)
 	gitops := gitopsChain(v, o, pending, cc)
 	stepAt, target := upgradeStep(v, o, pending)

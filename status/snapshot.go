@@ -202,6 +202,17 @@ func Unreadable(v View, err error) Report {
 	return r
 }
 
+// LastApplied is the revision the Kustomization that applies a namespace last applied
+// (status.lastAppliedRevision), the one Options.Ancestry speaks of; known is false when
+// the Kustomization is not in the snapshot.
+func (s *Snapshot) LastApplied(namespace string) (applied string, known bool) {
+	k := s.kustomizations[s.KustomizationFor(namespace)]
+	if k == nil {
+		return "", false
+	}
+	return stringAt(k, "status", "lastAppliedRevision"), true
+}
+
 // Applied is Applied for the Kustomization that applies a namespace: the revision it last
 // applied (status.lastAppliedRevision, e.g. "main@sha1:…") and whether that, or its
 // history, includes revision; known is false when the Kustomization is not in the

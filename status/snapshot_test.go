@@ -200,19 +200,20 @@ func TestSweepWaitsForFluxRevision(t *testing.T) {
 		t.Errorf("report = %+v", r)
 	}
 	// Flux applies the branch head, so on a busy repository the revision it applied is a
-	// later commit than the operation's: Options.Includes (the Git history) decides.
-	var asked []string
-	withHistory := opts
-	withHistory.Includes = func(applied, revision string) bool {
-		asked = append(asked, status.AppliedCommit(applied)+" "+revision)
-		return true
+	// later commit than the operation's: Options.Ancestry (the Git history) decides.
+	snap, err := status.TakeSnapshot(context.Background(), status.StaticSource(objs))
+	if err != nil {
+		t.Fatal(err)
 	}
+	applied, known := snap.LastApplied(v.Namespace)
+	if want := "main@sha1:0123456789abcdef0123456789abcdef01234567"; !known || applied != want {
+		t.Fatalf("LastApplied = %q, %t; want %q", applied, known, want)
+	}
+	withHistory := opts
+	withHistory.Ancestry = status.Ancestry{Applied: applied, Includes: true}
 	r = sweep(context.Background(), status.StaticSource(objs), []status.View{v}, withHistory)[0]
 	if r.Status != v1alpha1.UpdateComplete {
 		t.Errorf("with a later applied revision that includes the commit: %+v", r)
-	}
-	if want := "0123456789abcdef0123456789abcdef01234567 " + v.Revision; len(asked) != 1 || asked[0] != want {
-		t.Errorf("Includes asked %q, want %q", asked, want)
 	}
 	v.Revision = "0123456789abcdef0123456789abcdef01234567" // the applied one
 	r = sweep(context.Background(), status.StaticSource(objs), []status.View{v}, opts)[0]

@@ -65,20 +65,28 @@ type Options struct {
 	// ControlPlaneConditions are the v1beta1 KubeadmControlPlane conditions that must be
 	// True ([capi_helm] k8s_control_plane_resource_conditions).
 	ControlPlaneConditions []string
-	// Includes reports whether the revision Flux applied ("main@sha1:<commit>") includes
-	// the commit that carries a cluster's operation: the commit itself or a later one with
-	// it in its history. Flux fetches the branch head, so on a busy repository it applies
-	// commits that came after the operation's; nil compares the commit ids only, and a view
-	// would wait for a commit Flux skipped until the cluster's next operation.
-	Includes func(applied, revision string) bool
+	// Ancestry is what the repository's history says of the operation's commit. Flux
+	// fetches the branch head, so on a busy repository it applies commits that came after
+	// the operation's; without it only the commit ids are compared, and a view would wait
+	// for a commit Flux skipped until the cluster's next operation.
+	Ancestry Ancestry
 }
 
-// includes applies Options.Includes, or compares the commit ids.
+// Ancestry is the answer of the repository's history, read by the caller before the
+// judgement (status never reads Git): whether the revision Flux applied includes a
+// commit, the commit itself or a later one with it in its history.
+type Ancestry struct {
+	// Applied is the revision Flux applied ("main@sha1:<commit>"), as the Kustomization
+	// gives it (Snapshot.LastApplied); Includes speaks of it alone.
+	Applied string
+	// Includes reports whether Applied has the operation's commit in its history.
+	Includes bool
+}
+
+// includes reports whether applied includes revision: the same commit, or the caller's
+// ancestry says so of this applied revision.
 func (o Options) includes(applied, revision string) bool {
-	if o.Includes != nil {
-		return o.Includes(applied, revision)
-	}
-	return AppliedCommit(applied) == revision
+	return AppliedCommit(applied) == revision || o.Ancestry.Includes && o.Ancestry.Applied == applied
 }
 
 // Report is the Magnum view of what the objects say, with Magnum's field names.

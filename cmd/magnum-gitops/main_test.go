@@ -77,6 +77,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"an argument where none is taken", []string{"render", "-f", event, "extra"}, "extra"},
 		{"unknown render output", []string{"render", "-f", event, "-o", "xml"}, "--output"},
 		{"unknown status output", []string{"status", "--objects", os.DevNull, "-o", "xml"}, "--output"},
+		{"unknown log level", []string{"serve", "--config", write("sl.yaml", "serve: {token_files: [x]}\n"), "--log-level", "verbose"}, "--log-level"},
 		{"unknown log format", []string{"serve", "--config", write("s.yaml", "serve: {token_files: [x]}\n"), "--log-format", "xml"}, "--log-format"},
 		{"missing required flag", []string{"render"}, `required flag(s) "filename" not set`},
 		{"unknown command", []string{"bogus"}, `unknown command "bogus"`},

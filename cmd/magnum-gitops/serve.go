@@ -34,9 +34,9 @@ import (
 )
 
 type serveOptions struct {
-	configFile, listen, kubeconfig, objectsFile, logFormat, source string
-	healthInterval, resyncInterval, shutdownDelay                  time.Duration
-	insecurePlaintext, leaderElect                                 bool
+	configFile, listen, kubeconfig, objectsFile, logFormat, logLevel, source string
+	healthInterval, resyncInterval, shutdownDelay                            time.Duration
+	insecurePlaintext, leaderElect                                           bool
 	// shutdownDelaySet: --shutdown-delay was given, so it overrides serve.shutdown_delay.
 	shutdownDelaySet bool
 }
@@ -63,7 +63,7 @@ The leader replica (a Kubernetes Lease) also runs the second phase of deletes, h
 reporting to Magnum and resync. SIGTERM drains: new events get 503 and /readyz fails for
 --shutdown-delay while the listeners stay open, then those in flight finish (up to 30s).`,
 		Example: `  magnum-gitops serve --config /etc/magnum-gitops/config.yaml
-  magnum-gitops serve --config config.yaml --objects objects.yaml --log-format json`,
+  magnum-gitops serve --config config.yaml --objects objects.yaml --log-format json --log-level debug`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -78,6 +78,7 @@ reporting to Magnum and resync. SIGTERM drains: new events get 503 and /readyz f
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "management cluster kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster): leader election, and each management_clusters entry without kubeconfig_file")
 	f.StringVar(&o.objectsFile, "objects", "", "judge status from the objects in this YAML file (read again on change) instead of a management cluster")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	f.StringVar(&o.source, "source", "api", "where events come from: api (POST /v1/events), or magnum (also poll Magnum's API; needs the openstack section)")
 	f.DurationVar(&o.healthInterval, "health-interval", time.Minute, "how often health is reported to Magnum (needs the openstack section)")
 	f.DurationVar(&o.resyncInterval, "resync-interval", time.Hour, "how often every cluster is rendered again from Git (0: at start only)")
@@ -89,11 +90,16 @@ reporting to Magnum and resync. SIGTERM drains: new events get 503 and /readyz f
 }
 
 func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
-	var h slog.Handler = slog.NewTextHandler(stderr, nil)
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return config.Invalid(fmt.Errorf("--log-level: unknown level %q (debug, info, warn, error)", o.logLevel))
+	}
+	ho := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(stderr, ho)
 	switch o.logFormat {
 	case "text":
 	case "json":
-		h = slog.NewJSONHandler(stderr, nil)
+		h = slog.NewJSONHandler(stderr, ho)
 	default:
 		return config.Invalid(fmt.Errorf("--log-format: unknown format %q (text, json)", o.logFormat))
 	}

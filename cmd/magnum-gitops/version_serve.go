@@ -4,15 +4,18 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/buildinfo"
 )
 
-// serveRegistry is serve's Prometheus registry, holding magnum_gitops_build_info from the
-// start; the service registers its own metrics into it.
+// serveRegistry is serve's Prometheus registry, holding from the start
+// magnum_gitops_build_info and the Go runtime's and the process's metrics (go_*,
+// process_*: memory, goroutines, GC, CPU, open files), as every Flux and Cluster API
+// controller exports them; the service registers its own metrics into it.
 func serveRegistry(i buildinfo.Info) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(buildInfoMetric(i))
+	reg.MustRegister(buildInfoMetric(i), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }
 

@@ -16,7 +16,8 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
 )
 
-// TestServeRegistry: serve's registry holds the build's labels on a constant 1.
+// TestServeRegistry: serve's registry holds the build's labels on a constant 1, and the Go
+// runtime's and the process's metrics.
 func TestServeRegistry(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -32,8 +33,22 @@ func TestServeRegistry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want := "# HELP magnum_gitops_build_info The build serving: its release, commit and Go version, as labels of a constant 1.\n" +
 				"# TYPE magnum_gitops_build_info gauge\n" + tc.want + "\n"
-			if err := testutil.GatherAndCompare(serveRegistry(tc.info), strings.NewReader(want)); err != nil {
+			reg := serveRegistry(tc.info)
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "magnum_gitops_build_info"); err != nil {
 				t.Error(err)
+			}
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := map[string]bool{}
+			for _, f := range families {
+				names[f.GetName()] = true
+			}
+			for _, n := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes", "process_cpu_seconds_total", "process_open_fds"} {
+				if !names[n] {
+					t.Errorf("serve's registry has no %s", n)
+				}
 			}
 		})
 	}

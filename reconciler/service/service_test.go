@@ -412,7 +412,7 @@ func TestResyncAtStart(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		resyncs := strings.Fields(h.git.Git(dir, "log", "--format=%H", "--grep", "^"+reconciler.TrailerResync+": true", "main"))
+		resyncs := strings.Fields(h.git.Git(dir, "log", "--format=%H", "--grep", "^Magnum-Resync: true", "main"))
 		if len(resyncs) != want {
 			t.Fatalf("%d resync commits, want %d:\n%s", len(resyncs), want, h.git.Git(dir, "log", "--format=%h %s", "main"))
 		}
@@ -574,7 +574,7 @@ func TestClusterOrderWithinGroup(t *testing.T) {
 	}
 	// Every answer is 200 with the commit that carries its event.
 	carries := map[string]string{} // commit → event id, from the history
-	log := strings.TrimSpace(h.git.Git(dir, "log", "--first-parent", "--reverse", "--format=%H %(trailers:key="+reconciler.TrailerEventID+",valueonly,separator=)", "main"))
+	log := strings.TrimSpace(h.git.Git(dir, "log", "--first-parent", "--reverse", "--format=%H %(trailers:key=Magnum-Event-ID,valueonly,separator=)", "main"))
 	var history []string // event ids, oldest first
 	for _, line := range strings.Split(log, "\n") {
 		commit, id, _ := strings.Cut(line, " ")
@@ -619,8 +619,8 @@ func TestClusterOrderWithinGroup(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("cluster %d committed in another order than it arrived (-arrived +committed):\n%s", i, diff)
 		}
-		record := h.git.Git(dir, "show", fmt.Sprintf("main:clusters/magnum/magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c/c%02d-stack/%s", i, reconciler.RecordFile))
-		ev, err := reconciler.ReadRecord([]byte(record))
+		record := h.git.Git(dir, "show", fmt.Sprintf("main:clusters/magnum/magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c/c%02d-stack/magnum-cluster.yaml", i))
+		ev, err := v1alpha1.DecodeEvent([]byte(record))
 		if err != nil {
 			t.Fatal(err)
 		}

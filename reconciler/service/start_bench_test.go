@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -234,6 +236,7 @@ func TestServeStartChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("LISTENING %.0f\n", peakRSS(t))
+	stopProfile := profileHeapPeak(t, os.Getenv("SERVE_START_HEAPPROFILE"))
 	listening := time.Now()
 	for deadline := time.Now().Add(10 * time.Minute); !resynced(url); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -241,6 +244,7 @@ func TestServeStartChild(t *testing.T) {
 		}
 	}
 	fmt.Printf("RESYNCED %.0f %.1f\n", peakRSS(t), time.Since(listening).Seconds())
+	stopProfile()
 	cancel()
 	<-done
 }
@@ -262,4 +266,38 @@ func peakRSS(t *testing.T) float64 {
 	}
 	t.Fatal("no VmHWM in /proc/self/status")
 	return 0
+}
+
+// profileHeapPeak, when path is set, writes there the heap profile taken when the heap in
+// use was largest, sampled every half second until the returned function is called: where
+// the resync's peak memory goes (SERVE_START_HEAPPROFILE=file with -test.bench).
+func profileHeapPeak(t *testing.T, path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var peak uint64
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse <= peak {
+				continue
+			}
+			peak = ms.HeapInuse
+			var b bytes.Buffer
+			if err := pprof.Lookup("heap").WriteTo(&b, 0); err == nil {
+				_ = os.WriteFile(path, b.Bytes(), 0o644)
+			}
+			fmt.Fprintf(os.Stderr, "heap in use %d MiB, sys %d MiB\n", ms.HeapInuse>>20, ms.Sys>>20)
+		}
+	}()
+	return func() { close(done); <-finished }
 }

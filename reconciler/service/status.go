@@ -18,7 +18,8 @@ type judge struct {
 	// perNamespace is the Flux namespace of the per-namespace layout's Kustomizations
 	// (status.Snapshot.PerNamespace); empty in the single layout.
 	perNamespace string
-	// includes tells whether a revision Flux applied includes a commit (status.Options.Includes).
+	// includes tells whether a revision Flux applied includes a commit, from the
+	// repository's history (status.Options.Ancestry).
 	includes func(applied, revision string) bool
 	options  func(now time.Time) status.Options
 	ttl      time.Duration
@@ -60,7 +61,17 @@ func (j *judge) applied(namespace, revision string) (applied string, includes, k
 	if err != nil || snap == nil {
 		return "", false, false
 	}
-	return snap.Applied(namespace, revision, status.Options{Includes: j.includes})
+	return snap.Applied(namespace, revision, status.Options{Ancestry: j.ancestry(snap, namespace, revision)})
+}
+
+// ancestry reads from the repository's history whether the revision Flux last applied to
+// namespace includes revision, for the judgement to take as data.
+func (j *judge) ancestry(snap *status.Snapshot, namespace, revision string) status.Ancestry {
+	applied, known := snap.LastApplied(namespace)
+	if !known || applied == "" || revision == "" || j.includes == nil {
+		return status.Ancestry{}
+	}
+	return status.Ancestry{Applied: applied, Includes: j.includes(applied, revision)}
 }
 
 // evaluate judges one cluster from a snapshot taken after its last event arrived (a
@@ -74,7 +85,7 @@ func (j *judge) evaluate(ctx context.Context, rec reconciler.ClusterRecord) stat
 		return status.Unreadable(v, err)
 	}
 	opts := status.OptionsFor(rec.Event, j.options(time.Now()))
-	opts.Includes = j.includes
+	opts.Ancestry = j.ancestry(snap, rec.Namespace, rec.Revision)
 	return status.Evaluate(v, snap.Objects(v), opts)
 }
 
