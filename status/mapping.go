@@ -295,7 +295,11 @@ func failures(v View, o Objects, opts Options, cc conditionCache) *blocker {
 			return &blocker{failed: true, reason: fmt.Sprintf("%s %s: %s: %s", kindOf(ic), ic.GetName(), ready.Reason, ready.Message)}
 		}
 	}
+	// A Machine whose infrastructure reports an error: FAILED past the deadline (quota
+	// errors heal when quota frees), and until then the reason of the wait, in place of
+	// the MachineSet's "Scaling up", which says nothing of why.
 	deadline := opts.MachineFailureDeadline
+	var erring *blocker
 	for _, machine := range o.Machines {
 		c := cc.conditions(machine)
 		infra := c.V1Beta1("InfrastructureReady")
@@ -305,12 +309,23 @@ func failures(v View, o Objects, opts Options, cc conditionCache) *blocker {
 		if infra.Status != False || infra.Message == "" || !looksLikeError(infra) {
 			continue
 		}
+		what := fmt.Sprintf("Machine %s: InfrastructureReady False", machine.GetName())
+		if infra.Reason != "" {
+			what += " (" + infra.Reason + ")"
+		}
+		what += ": " + infra.Message
 		age := opts.Now.Sub(machine.GetCreationTimestamp().Time)
 		if deadline > 0 && age > deadline {
-			return &blocker{failed: true, reason: fmt.Sprintf("Machine %s: InfrastructureReady False: %s", machine.GetName(), infra.Message)}
+			return &blocker{failed: true, reason: what}
+		}
+		if erring == nil {
+			erring = &blocker{reason: what}
+			if deadline > 0 {
+				erring.reason += fmt.Sprintf(" (the operation fails if it lasts %s)", deadline)
+			}
 		}
 	}
-	return nil
+	return erring
 }
 
 // looksLikeError tells an infrastructure error from plain waiting.

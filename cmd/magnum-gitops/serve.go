@@ -154,7 +154,8 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		Tokens: tokens, MaxBodyBytes: file.Serve.MaxBodyBytes,
 		MaxGroup: file.Serve.Group.MaxEvents, MaxWait: file.Serve.Group.MaxWait.Duration,
 		ShutdownDelay:  o.shutdownDelayFrom(&file.Serve),
-		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log, Registry: serveRegistry(info)}
+		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log, Registry: serveRegistry(info),
+		StatusOptions: serveStatusOptions(&file.Serve)}
 	if err := o.management(ctx, file, &so); err != nil {
 		return err
 	}
@@ -162,6 +163,16 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		return err
 	}
 	return service.Run(ctx, so)
+}
+
+// serveStatusOptions are serve's status judgement: the defaults, with the section's
+// machine-failure deadline.
+func serveStatusOptions(c *config.Serve) func(time.Time) status.Options {
+	return func(now time.Time) status.Options {
+		o := status.DefaultOptions(now)
+		o.MachineFailureDeadline = c.MachineFailureDeadlineOr(o.MachineFailureDeadline)
+		return o
+	}
 }
 
 // management connects to each management cluster: those of management_clusters, or the

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
@@ -347,5 +348,29 @@ func getToken(t *testing.T, addr, path, token string) (int, string) {
 func TestDefaultHistoryIsWhatTheLedgerReads(t *testing.T) {
 	if got, want := config.DefaultHistory.MaxCommits, reconciler.LedgerHistory; got != want {
 		t.Errorf("config.DefaultHistory.MaxCommits = %d, reconciler.LedgerHistory = %d: they must agree", got, want)
+	}
+}
+
+// TestServeStatusOptions: serve judges with the default options but for the section's
+// machine-failure deadline, when it sets one.
+func TestServeStatusOptions(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		set  *generator.Duration
+		want time.Duration
+	}{
+		{"unset", nil, 15 * time.Minute},
+		{"45m", &generator.Duration{Duration: 45 * time.Minute}, 45 * time.Minute},
+		{"0s: never", &generator.Duration{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := serveStatusOptions(&config.Serve{MachineFailureDeadline: tc.set})(now)
+			if o.MachineFailureDeadline != tc.want || !o.Now.Equal(now) || o.CreateTimeout != time.Hour {
+				t.Errorf("options = %+v, want the defaults at %v with MachineFailureDeadline %v", o, now, tc.want)
+			}
+		})
 	}
 }

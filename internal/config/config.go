@@ -100,6 +100,9 @@ func Load(path string) (*File, error) {
 	if err := cfg.OpenStack.Validate(); err != nil {
 		return nil, Invalid(fmt.Errorf("config %s: %w", path, err))
 	}
+	if err := cfg.Serve.Validate(); err != nil {
+		return nil, Invalid(fmt.Errorf("config %s: %w", path, err))
+	}
 	return &cfg, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 )
@@ -34,6 +35,11 @@ type Serve struct {
 	// ShutdownDelay is how long, on SIGTERM, new events get 503 and /readyz fails before
 	// the listeners close (default 5s; --shutdown-delay overrides). A pointer: 0s is a choice.
 	ShutdownDelay *generator.Duration `json:"shutdown_delay,omitempty"`
+	// MachineFailureDeadline is how long a Machine may report an infrastructure error (a
+	// Nova quota error, a flavor not found) before its cluster's operation is FAILED
+	// (default 15m; 0s: never, the operation's own timeout decides). Until then the
+	// error is the operation's status_reason. A pointer: 0s is a choice.
+	MachineFailureDeadline *generator.Duration `json:"machine_failure_deadline,omitempty"`
 	// Kustomization is the Flux Kustomization (namespace/name) that applies the repository.
 	Kustomization string `json:"kustomization,omitempty"`
 	// ReconcileRequest names the Flux GitRepository to annotate with
@@ -46,6 +52,25 @@ type Serve struct {
 		Namespace string `json:"namespace,omitempty"`
 		Name      string `json:"name,omitempty"`
 	} `json:"leader_election,omitempty"`
+}
+
+// Validate checks the section's values that need no file; Load calls it.
+func (c *Serve) Validate() error {
+	switch {
+	case c.ShutdownDelay != nil && c.ShutdownDelay.Duration < 0:
+		return errors.New("serve.shutdown_delay: must not be negative")
+	case c.MachineFailureDeadline != nil && c.MachineFailureDeadline.Duration < 0:
+		return errors.New("serve.machine_failure_deadline: must not be negative (0s: never)")
+	}
+	return nil
+}
+
+// MachineFailureDeadlineOr is serve.machine_failure_deadline, or def when it is not set.
+func (c *Serve) MachineFailureDeadlineOr(def time.Duration) time.Duration {
+	if c.MachineFailureDeadline == nil {
+		return def
+	}
+	return c.MachineFailureDeadline.Duration
 }
 
 // TLSConfig builds the API's TLS configuration; nil serves plain HTTP.
