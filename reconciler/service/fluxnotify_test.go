@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,53 @@ func TestReconcileRequestPerNamespace(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the root's patch, were it made, would be in the same batch
 	if at, _ := requestedAt(t, ctx, root); !at.Equal(rootAt) {
 		t.Errorf("the root GitRepository was asked to fetch (%s) for a change inside one namespace", at)
+	}
+}
+
+// TestReconcileRequestForUnappliedAtStart: a replica stopped between its push and its
+// reconcile request (here: one started without a request configured) leaves a commit Flux
+// has not fetched; the service started again asks Flux to fetch it, though it pushes
+// nothing, and asks nothing once the Kustomization has applied the cluster's commit.
+func TestReconcileRequestForUnappliedAtStart(t *testing.T) {
+	testenv.Require(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g := gitRepository(t, ctx, "unapplied-at-start")
+	h := start(t, nil) // no reconcile request: the push asks nothing
+	code, ans := h.post(fixture(t, "01-prod-a-create.yaml"))
+	if code != http.StatusOK || ans["outcome"] != "committed" {
+		t.Fatalf("%d %v", code, ans)
+	}
+	commit, _ := ans["revision"].(string)
+	if len(commit) != 40 {
+		t.Fatalf("answer %v names no commit", ans)
+	}
+	withRequest := func(o *service.Options) {
+		o.Management[0].Kube = env.Client
+		o.Management[0].ReconcileRequest = service.ReconcileRequest{Namespace: "flux-system", Name: "unapplied-at-start"}
+	}
+
+	// Flux applied an older revision (nothing, here): the restarted service asks.
+	h.restart(withRequest)
+	var first time.Time
+	waitUntil(t, ctx, func() bool {
+		first, _ = requestedAt(t, ctx, g)
+		return !first.IsZero()
+	})
+
+	// Flux has applied the commit: a restart asks nothing more.
+	kustomization := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n" +
+		"metadata: {name: magnum-clusters, namespace: flux-system}\n" +
+		"status: {lastAppliedRevision: main@sha1:" + commit + "}\n"
+	if err := os.WriteFile(h.objects, []byte(kustomization), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.restart(withRequest)
+	time.Sleep(500 * time.Millisecond)
+	if at, _ := requestedAt(t, ctx, g); !at.Equal(first) {
+		t.Errorf("a reconcile was requested (%s) for a commit Flux has applied", at)
+	}
+	if !strings.Contains(h.logs.String(), "asking Flux to fetch commits it has not applied") {
+		t.Error("the first restart did not say it asked Flux to fetch")
 	}
 }

@@ -145,6 +145,44 @@ func (s *Service) nameOf(rec reconciler.ClusterRecord) string {
 	return rec.Root
 }
 
+// requestUnapplied asks Flux to fetch for every namespace holding a cluster whose last
+// commit the Kustomization that applies it has not applied (status.Applied, the one
+// answer), on that cluster's management cluster. A push is followed by such a request
+// (pushed); one lost with a replica stopped between its push and the request would leave
+// the commit to the GitRepository's interval, even for the event's retry, which finds
+// its commit in Git and pushes nothing. The service calls it when it starts and when it
+// takes the lease; it returns the namespaces asked for.
+func (s *Service) requestUnapplied() int {
+	asked := map[*managed]map[string]bool{}
+	n := 0
+	for _, rec := range s.clusters.All() {
+		m := s.at(rec.Root)
+		if m == nil || m.requester == nil || m.judge == nil || rec.Revision == "" || asked[m][rec.Namespace] {
+			continue
+		}
+		_, includes, known := m.judge.applied(rec.Namespace, rec.Revision)
+		if includes {
+			continue
+		}
+		if asked[m] == nil {
+			asked[m] = map[string]bool{}
+		}
+		asked[m][rec.Namespace] = true
+		if known {
+			m.requester.request(rec.Namespace, nil)
+		} else {
+			// No Kustomization applies the namespace yet (a new one in the per-namespace
+			// layouts): the root GitRepository brings it.
+			m.requester.request("", nil)
+		}
+		n++
+	}
+	if n > 0 {
+		s.o.Log.Info("asking Flux to fetch commits it has not applied", "namespaces", n)
+	}
+	return n
+}
+
 // pushed asks the Flux of each management cluster whose path a commit changed to fetch
 // it (reconciler.Reconciler.Pushed); paths nil (not known) asks every one.
 func (s *Service) pushed(namespace string, paths []string) {

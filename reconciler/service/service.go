@@ -200,6 +200,7 @@ func (s *Service) run(ctx context.Context) error {
 			go m.requester.run(ctx)
 		}
 	}
+	s.requestUnapplied()
 	if s.judged() {
 		s.api.Status, s.api.Applied = s.lookup, s.applied
 		s.reconciler.Management, s.reconciler.ObserveDelete, s.reconciler.ObserveUpgrade = management{s}, s.observeDelete, s.observeUpgrade
@@ -476,6 +477,9 @@ func (s *Service) lead(ctx context.Context) {
 		s.m.leader.Set(1)
 		s.leading.Store(true)
 		s.o.Log.Info("leading: running the delete, health and resync loops")
+		if s.o.Elect != nil {
+			s.requestUnapplied() // what another replica pushed and did not ask Flux to fetch
+		}
 		s.loops(lctx)
 		s.leading.Store(false)
 		s.m.leader.Set(0)
