@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
@@ -37,7 +36,7 @@ is opened when a forge is configured.`,
 
 func runApply(cmd *cobra.Command, filename, configFile string, insecurePlaintext bool) error {
 	ctx := cmd.Context()
-	file, err := config.Load(configFile)
+	file, err := loadConfig(cmd.Context(), configFile)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
@@ -48,7 +47,7 @@ Exit status: 0 when the repository already holds the event, 1 when it would chan
 }
 
 func (o *diffOptions) run(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
-	file, err := config.Load(o.configFile)
+	file, err := loadConfig(ctx, o.configFile)
 	if err != nil {
 		return err
 	}

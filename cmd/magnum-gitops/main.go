@@ -61,5 +61,6 @@ the Cluster API management cluster.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return config.Invalid(err) })
 	root.AddCommand(newRenderCommand(), newApplyCommand(), newDiffCommand(), newServeCommand(), newResyncCommand(), newStatusCommand(), newMigrateCommand(), newDemoCommand(), newVersionCommand())
 	setVersionFlag(root)
+	addOSCloudFlag(root)
 	return root
 }

@@ -105,7 +105,7 @@ func (o *migrateOptions) run(ctx context.Context, stdin io.Reader, stdout, stder
 	case o.source == "file" && (o.export || o.templateLabel != "" || o.templateDriver != ""):
 		return config.Invalid(errors.New("--export, --template-label, --template-driver: only with --source magnum"))
 	}
-	file, err := config.Load(o.configFile)
+	file, err := loadConfig(ctx, o.configFile)
 	if err != nil {
 		return err
 	}

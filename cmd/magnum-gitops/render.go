@@ -70,7 +70,7 @@ func (o *renderOptions) run(ctx context.Context, stdin io.Reader, stdout, stderr
 	default:
 		return config.Invalid(fmt.Errorf("--output: unknown format %q (yaml, values, json)", o.output))
 	}
-	file, err := config.Load(o.configFile)
+	file, err := loadConfig(ctx, o.configFile)
 	if err != nil {
 		return err
 	}

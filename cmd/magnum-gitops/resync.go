@@ -35,7 +35,7 @@ commit; Secrets are never re-encrypted. With --dry-run, print the diff instead.`
 }
 
 func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string, dryRun bool) error {
-	file, err := config.Load(configFile)
+	file, err := loadConfig(ctx, configFile)
 	if err != nil {
 		return err
 	}

@@ -110,7 +110,7 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	ctrllog.SetLogger(logr.FromSlogHandler(h))
 	info := buildinfo.Read()
 	logVersion(log, info)
-	file, err := config.Load(o.configFile)
+	file, err := loadConfig(ctx, o.configFile)
 	if err != nil {
 		return err
 	}

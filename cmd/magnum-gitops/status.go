@@ -74,7 +74,7 @@ func (o *statusOptions) run(ctx context.Context, stdin io.Reader, w io.Writer, f
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	file, err := config.Load(o.configFile)
+	file, err := loadConfig(ctx, o.configFile)
 	if err != nil {
 		return err
 	}
