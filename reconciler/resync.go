@@ -40,6 +40,10 @@ type ResyncOptions struct {
 	// Progress, when set, is called after each Batch of records read with the count done
 	// and the total.
 	Progress func(done, total int)
+	// Select, when set, keeps the clusters whose record's event it returns true for (one
+	// cluster, one project): every record is read, without the gate, and the others are
+	// left. nil keeps every cluster.
+	Select func(ev *v1alpha1.ClusterEvent) bool
 	// Refused, when set, is told of each record that does not decode, which is then left
 	// as Git holds it while the resync goes on: one broken record must not hold back the
 	// fleet. Without it, such a record stops the resync like any other error. (A record
@@ -86,9 +90,14 @@ func (p *Pipeline) ResyncRecords(ctx context.Context, repo FileLister, o ResyncO
 		}
 		repo = snap
 	}
-	read, err := p.readForGate(repo)
-	if err != nil {
-		return err
+	var read *resyncRead
+	if o.Select == nil {
+		// A selection reads every record (the gate would skip settled ones unread), so
+		// that its caller can tell a cluster that rendered as before from one not there.
+		var err error
+		if read, err = p.readForGate(repo); err != nil {
+			return err
+		}
 	}
 	records, err := p.records(repo, read)
 	if err != nil {
@@ -121,7 +130,7 @@ func (p *Pipeline) ResyncRecords(ctx context.Context, repo FileLister, o ResyncO
 		var pending []*ResyncRecord
 		for start := 0; start < len(records); start += batch {
 			window := records[start:min(start+batch, len(records))]
-			recs, err := p.readWindow(gctx, repo, window, read, o.Refused)
+			recs, err := p.readWindow(gctx, repo, window, read, o.Refused, o.Select)
 			if err != nil {
 				return err
 			}
@@ -145,10 +154,10 @@ func (p *Pipeline) ResyncRecords(ctx context.Context, repo FileLister, o ResyncO
 }
 
 // readWindow reads the records of a window and returns those of directories not
-// settled, in record order. A record that does not decode is told to refused, when set,
+// settled whose event sel keeps (nil: all), in record order. A record that does not decode is told to refused, when set,
 // and skipped. The files are read one after the other (the object store has one lock),
 // and decoded side by side: decoding is most of reading a record.
-func (p *Pipeline) readWindow(ctx context.Context, repo FileLister, records []string, read *resyncRead, refused func(string, error)) ([]*ResyncRecord, error) {
+func (p *Pipeline) readWindow(ctx context.Context, repo FileLister, records []string, read *resyncRead, refused func(string, error), sel func(*v1alpha1.ClusterEvent) bool) ([]*ResyncRecord, error) {
 	var recs []*ResyncRecord
 	for _, f := range records {
 		if err := ctx.Err(); err != nil {
@@ -179,7 +188,7 @@ func (p *Pipeline) readWindow(ctx context.Context, repo FileLister, records []st
 			refused(rec.Path, err)
 		case err != nil:
 			return nil, err
-		default:
+		case sel == nil || sel(rec.Event):
 			kept = append(kept, rec)
 		}
 	}

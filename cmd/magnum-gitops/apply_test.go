@@ -82,6 +82,27 @@ func TestResyncCommand(t *testing.T) {
 		t.Errorf("second resync: %v\n%s", err, stderr)
 	}
 
+	// One cluster, or one project: by name, UUID or stack id; a selection that matches no
+	// cluster is an error naming it, and commits nothing.
+	os.WriteFile(cfg, append(base, "flux:\n  timeout: 8m\n"...), 0o600)
+	for _, sel := range [][]string{{"--cluster", "prod-a"}, {"--cluster", "3E9B7C52-1D4A-4F8E-9B6C-2A7D5E8F1C03"},
+		{"--cluster", "prod-a-2b7xq4mzkd5h"}, {"--project", "9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c"}} {
+		out, stderr, err = run(t, "", append([]string{"resync", "--config", cfg, "--dry-run"}, sel...)...)
+		if err != nil || !strings.Contains(out, "+  timeout: 8m0s") || !strings.Contains(stderr, "1 clusters would change") {
+			t.Errorf("resync %v --dry-run: %v\nstdout:\n%s\nstderr:\n%s", sel, err, out, stderr)
+		}
+	}
+	before = head()
+	for _, sel := range [][]string{{"--cluster", "prod-b"}, {"--project", "0000"}, {"--cluster", "prod-a", "--project", "0000"}} {
+		_, _, err = run(t, "", append([]string{"resync", "--config", cfg}, sel...)...)
+		if err == nil || !strings.Contains(err.Error(), "no cluster in the repository matches "+strings.Join(sel, " ")) || head() != before {
+			t.Errorf("resync %v: %v, want an error naming the selection and no commit", sel, err)
+		}
+	}
+	if _, stderr, err = run(t, "", "resync", "--config", cfg, "--cluster", "prod-a"); err != nil || !strings.Contains(stderr, "1 clusters changed") {
+		t.Errorf("resync --cluster prod-a: %v\n%s", err, stderr)
+	}
+
 	// A record hand-edited into one no version reads: named, left as it is, exit status 2.
 	work := t.TempDir()
 	gitIn := func(args ...string) {
