@@ -141,11 +141,15 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tokens, err := httpapi.ReadTokens(file.Serve.TokenFiles)
-	if err != nil {
-		return config.Invalid(err)
+	reg := serveRegistry(info)
+	refused := reloadRefusals(reg, log)
+	var tokens httpapi.TokenSource
+	if len(file.Serve.TokenFiles) > 0 {
+		if tokens, err = config.OpenTokenFiles(file.Serve.TokenFiles, refused("token_files")); err != nil {
+			return config.Invalid(err)
+		}
 	}
-	tlsCfg, err := file.Serve.TLSConfig()
+	tlsCfg, err := file.Serve.TLSConfig(refused("tls"))
 	if err != nil {
 		return config.Invalid(err)
 	}
@@ -154,7 +158,7 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		Tokens: tokens, MaxBodyBytes: file.Serve.MaxBodyBytes,
 		MaxGroup: file.Serve.Group.MaxEvents, MaxWait: file.Serve.Group.MaxWait.Duration,
 		ShutdownDelay:  o.shutdownDelayFrom(&file.Serve),
-		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log, Registry: serveRegistry(info),
+		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log, Registry: reg,
 		StatusOptions: serveStatusOptions(&file.Serve)}
 	if err := o.management(ctx, file, &so); err != nil {
 		return err

@@ -374,3 +374,94 @@ func TestServeStatusOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestServeRotatesTokens: the real serve reads its token files again when they change,
+// as Kubernetes updates a mounted Secret, while events flow: with two files (the
+// documented overlap) a client on either token is never refused; once the old token's file
+// holds the new one too, the old token is refused; a file emptied by mistake keeps the
+// last tokens and is counted, never letting an empty token in.
+func TestServeRotatesTokens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test")
+	}
+	git := gitserver.Start(t)
+	url := git.Init("clusters.git")
+	dir := t.TempDir()
+	config := serveConfig(t, dir, url, "token-one")
+	second := filepath.Join(dir, "token-2")
+	rotate := func(path, token string) { // a new file renamed over the old, as the kubelet does
+		t.Helper()
+		if err := os.WriteFile(path+".new", []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rotate(second, "token-two")
+	cfg, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := filepath.Join(dir, "token")
+	cfg = []byte(strings.Replace(string(cfg), "token_files: ["+first+"]", "token_files: ["+first+", "+second+"]", 1))
+	if err := os.WriteFile(config, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	proc := startServe(t, config, addr)
+	defer func() { _ = proc.cmd.Process.Kill(); _, _ = proc.cmd.Process.Wait() }()
+
+	n := 0
+	post := func(token string) bool {
+		n++
+		_, ok := postEventToken(addr, resizeEvent(t, 1, n), token)
+		return ok
+	}
+	// The overlap: both tokens accepted while clients move from one to the other.
+	for _, tok := range []string{"token-one", "token-two", "token-one", "token-two"} {
+		if !post(tok) {
+			t.Fatalf("%s refused during the overlap", tok)
+		}
+	}
+	// The old token's place takes the new one: token-one is refused within seconds, and
+	// token-two is never refused meanwhile.
+	rotate(first, "token-two")
+	deadline := time.Now().Add(10 * time.Second)
+	for post("token-one") {
+		if !post("token-two") {
+			t.Fatal("token-two refused while token-one was being retired")
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("token-one still accepted 10 s after its file changed")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// An emptied file: the last tokens stay, nothing lets an empty token in, and the
+	// refusal is counted.
+	rotate(second, "")
+	time.Sleep(1500 * time.Millisecond)
+	if !post("token-two") {
+		t.Error("token-two refused after a token file was emptied: the last good tokens must stay")
+	}
+	if _, ok := postEventToken(addr, resizeEvent(t, 1, 99), ""); ok {
+		t.Error("an empty token accepted")
+	}
+	counted := func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `magnum_gitops_reload_errors_total{what="token_files"} 1`)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !counted(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the refused token file is not counted in magnum_gitops_reload_errors_total")
+		}
+	}
+	if s := proc.logs.String(); !strings.Contains(s, "a changed file was refused") || strings.Contains(s, "token-two") {
+		t.Errorf("serve's log does not tell the refusal, or quotes a token:\n%s", s)
+	}
+}

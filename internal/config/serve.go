@@ -73,8 +73,11 @@ func (c *Serve) MachineFailureDeadlineOr(def time.Duration) time.Duration {
 	return c.MachineFailureDeadline.Duration
 }
 
-// TLSConfig builds the API's TLS configuration; nil serves plain HTTP.
-func (c *Serve) TLSConfig() (*tls.Config, error) {
+// TLSConfig builds the API's TLS configuration; nil serves plain HTTP. The certificate and
+// key are read again when their files change (a renewed certificate is served to new
+// connections without a restart); new files that do not make a key pair leave the last
+// one served, and onInvalid, when set, is told.
+func (c *Serve) TLSConfig(onInvalid func(error)) (*tls.Config, error) {
 	t := c.TLS
 	if t.CertFile == "" && t.KeyFile == "" {
 		if t.ClientCAFile != "" {
@@ -82,11 +85,11 @@ func (c *Serve) TLSConfig() (*tls.Config, error) {
 		}
 		return nil, nil
 	}
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	kp, err := openKeyPair(t.CertFile, t.KeyFile, onInvalid)
 	if err != nil {
-		return nil, fmt.Errorf("serve.tls.cert_file/key_file: %w", err)
+		return nil, err
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{GetCertificate: kp.certificate, MinVersion: tls.VersionTLS12}
 	if t.ClientCAFile != "" {
 		pem, err := os.ReadFile(t.ClientCAFile)
 		if err != nil {

@@ -3,32 +3,21 @@ package httpapi
 import (
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
 	"strings"
 )
 
-// Tokens are the bearer tokens the API accepts.
+// TokenSource gives the bearer tokens the API accepts, asked on every request:
+// config.TokenFiles reads them again when their files change.
+type TokenSource interface {
+	Tokens() [][]byte
+}
+
+// Tokens are a fixed set of bearer tokens the API accepts.
 type Tokens [][]byte
 
-// ReadTokens reads one token per file (surrounding white space trimmed). An empty or
-// unreadable file is an error: an empty token would let anyone in.
-func ReadTokens(files []string) (Tokens, error) {
-	var out Tokens
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("serve.token_files: %w", err)
-		}
-		tok := strings.TrimSpace(string(b))
-		if tok == "" {
-			return nil, fmt.Errorf("serve.token_files: %s is empty", f)
-		}
-		out = append(out, []byte(tok))
-	}
-	return out, nil
-}
+// Tokens implements TokenSource.
+func (t Tokens) Tokens() [][]byte { return t }
 
 // errUnauthorized is the one answer to a missing or wrong credential: it says nothing of
 // which tokens exist.
@@ -47,7 +36,11 @@ func (s *Server) authorized(r *http.Request) bool {
 		return false
 	}
 	match := 0
-	for _, want := range s.Tokens {
+	var tokens [][]byte
+	if s.Tokens != nil {
+		tokens = s.Tokens.Tokens()
+	}
+	for _, want := range tokens {
 		match |= subtle.ConstantTimeCompare([]byte(tok), want)
 	}
 	return match == 1

@@ -35,8 +35,8 @@ type Server struct {
 	// includes revision; known is false when there is no such Kustomization. Nil when there
 	// is no management cluster.
 	Applied func(rec reconciler.ClusterRecord, revision string) (applied string, includes, known bool)
-	// Tokens are the accepted bearer tokens.
-	Tokens Tokens
+	// Tokens gives the accepted bearer tokens, asked on every request.
+	Tokens TokenSource
 	// AcceptClientCerts lets a verified TLS client certificate stand for a token.
 	AcceptClientCerts bool
 	// MaxBodyBytes bounds a request body (DefaultMaxBodyBytes when 0).

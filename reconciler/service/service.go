@@ -34,7 +34,7 @@ type Options struct {
 	// OpsListen serves /healthz, /readyz and /metrics (no authentication); empty serves
 	// them on Listen.
 	OpsListen    string
-	Tokens       httpapi.Tokens
+	Tokens       httpapi.TokenSource
 	MaxBodyBytes int64
 	// MaxGroup and MaxWait bound a group commit.
 	MaxGroup int
@@ -125,7 +125,7 @@ func newService(o Options) (*Service, error) {
 	if o.Pipeline == nil || o.Sink == nil {
 		return nil, errors.New("service: Pipeline and Sink are required")
 	}
-	if len(o.Tokens) == 0 && (o.TLS == nil || o.TLS.ClientAuth < tls.VerifyClientCertIfGiven) {
+	if (o.Tokens == nil || len(o.Tokens.Tokens()) == 0) && (o.TLS == nil || o.TLS.ClientAuth < tls.VerifyClientCertIfGiven) {
 		return nil, &v1alpha1.FieldError{Field: "serve.token_files", Message: "no way to authenticate clients: set serve.token_files or serve.tls.client_ca_file"}
 	}
 	if o.Log == nil {

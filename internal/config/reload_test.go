@@ -1,0 +1,176 @@
+package config
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clock is a settable time for the watched files' checks.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+// replace writes a file the way Kubernetes updates a mounted Secret: new contents in a new
+// file, renamed over the old, so the path names another file.
+func replace(t *testing.T, path, contents string) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(contents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTokenFilesRotate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "token-a"), filepath.Join(dir, "token-b")
+	replace(t, a, "old-a\n")
+	replace(t, b, "old-b")
+	var refused []string
+	tf, err := OpenTokenFiles([]string{a, b}, func(err error) { refused = append(refused, err.Error()) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: time.Now()}
+	tf.w.now = c.now
+	steps := []struct {
+		name    string
+		change  func()
+		advance time.Duration
+		want    string // the tokens, joined by ","
+		refused int    // onInvalid calls so far
+	}{
+		{"as opened", func() {}, 0, "old-a,old-b", 0},
+		{"a change is not looked at within the second", func() { replace(t, a, "new-a") }, 500 * time.Millisecond, "old-a,old-b", 0},
+		{"then it is read", func() {}, time.Second, "new-a,old-b", 0},
+		{"a change written in place", func() { _ = os.WriteFile(b, []byte("new-b-longer"), 0o600) }, time.Second, "new-a,new-b-longer", 0},
+		{"an emptied file keeps the last tokens, told once", func() { replace(t, a, "  \n") }, time.Second, "new-a,new-b-longer", 1},
+		{"and not told again until it changes", func() {}, time.Second, "new-a,new-b-longer", 1},
+		{"a missing file keeps them too", func() { _ = os.Remove(a) }, time.Second, "new-a,new-b-longer", 2},
+		{"fixed, it is read", func() { replace(t, a, "newer-a") }, time.Second, "newer-a,new-b-longer", 2},
+	}
+	for _, s := range steps {
+		s.change()
+		c.advance(s.advance)
+		var got []string
+		for _, tok := range tf.Tokens() {
+			got = append(got, string(tok))
+		}
+		if strings.Join(got, ",") != s.want || len(refused) != s.refused {
+			t.Fatalf("%s: tokens %q, %d refusals %q; want %q, %d", s.name, got, len(refused), refused, s.want, s.refused)
+		}
+	}
+	for _, r := range refused {
+		if strings.Contains(r, "old-") || strings.Contains(r, "new-") {
+			t.Errorf("a refusal quotes a token: %s", r)
+		}
+	}
+	if !strings.Contains(refused[0], "serve.token_files: "+a+" is empty") {
+		t.Errorf("refusal %q does not name the file", refused[0])
+	}
+}
+
+func TestOpenTokenFilesRefuses(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	replace(t, empty, "\n")
+	for _, tc := range []struct {
+		name, file, says string
+	}{
+		{"empty", empty, "serve.token_files: " + empty + " is empty"},
+		{"missing", filepath.Join(dir, "absent"), "serve.token_files: stat " + filepath.Join(dir, "absent")},
+	} {
+		if _, err := OpenTokenFiles([]string{tc.file}, nil); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.says)
+		}
+	}
+}
+
+// selfSigned returns a certificate and key in PEM for name.
+func selfSigned(t *testing.T, name string) (certPEM, keyPEM string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
+}
+
+func TestTLSCertificateRotates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	cert1, key1 := selfSigned(t, "first.example.org")
+	replace(t, certFile, cert1)
+	replace(t, keyFile, key1)
+	var s Serve
+	s.TLS.CertFile, s.TLS.KeyFile = certFile, keyFile
+	if cfg, err := s.TLSConfig(nil); err != nil || cfg.GetCertificate == nil || len(cfg.Certificates) > 0 {
+		t.Fatalf("TLSConfig = %v, %v: want the certificate read through GetCertificate", cfg, err)
+	}
+	refusals := 0
+	kp, err := openKeyPair(certFile, keyFile, func(error) { refusals++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: time.Now()}
+	kp.w.now = c.now
+	served := func() string {
+		t.Helper()
+		crt, err := kp.certificate(&tls.ClientHelloInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(crt.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leaf.Subject.CommonName
+	}
+	if got := served(); got != "first.example.org" {
+		t.Fatalf("serves %s", got)
+	}
+
+	cert2, key2 := selfSigned(t, "renewed.example.org")
+	replace(t, certFile, cert2)
+	replace(t, keyFile, key2)
+	c.advance(time.Second)
+	if got := served(); got != "renewed.example.org" || refusals != 0 {
+		t.Errorf("after renewal: serves %s, %d refusals", got, refusals)
+	}
+	// A certificate without its key (cert-manager writes both; a hand edit may not): the
+	// renewed pair stays, and the refusal is told.
+	cert3, _ := selfSigned(t, "third.example.org")
+	replace(t, certFile, cert3)
+	c.advance(time.Second)
+	if got := served(); got != "renewed.example.org" || refusals != 1 {
+		t.Errorf("after a certificate without its key: serves %s, %d refusals", got, refusals)
+	}
+}
