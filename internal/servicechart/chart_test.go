@@ -208,7 +208,7 @@ func TestRenderAllOptions(t *testing.T) {
 	for _, r := range groups[0].(map[string]any)["rules"].([]any) {
 		alerts = append(alerts, r.(map[string]any)["alert"].(string))
 	}
-	if !slices.Contains(alerts, "MagnumGitopsDown") || !slices.Contains(alerts, "MagnumGitopsConflicts") {
+	if !slices.Contains(alerts, "MagnumGitopsDown") || !slices.Contains(alerts, "MagnumGitopsSecretReloadRefused") || !slices.Contains(alerts, "MagnumGitopsConflicts") {
 		t.Errorf("alerts %v: want the chart's and the additional ones", alerts)
 	}
 	c := container(t, objs)
