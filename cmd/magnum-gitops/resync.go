@@ -70,7 +70,7 @@ func (s *resyncSelection) selector() func(*v1alpha1.ClusterEvent) bool {
 
 // none is the error of a selection that matched no cluster in the repository.
 func (s *resyncSelection) none() error {
-	if s.selector() == nil || s.matched > 0 {
+	if s.cluster == "" && s.project == "" || s.matched > 0 {
 		return nil
 	}
 	var what []string

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,16 +34,6 @@ type serveProcess struct {
 	cmd  *exec.Cmd
 	addr string
 	logs *leakcheck.Buffer
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func startServe(t *testing.T, config, addr string, extra ...string) *serveProcess {
@@ -110,7 +99,7 @@ func TestServeKill9(t *testing.T) {
 	git := gitserver.Start(t)
 	url := git.Init("clusters.git")
 	config := serveConfig(t, t.TempDir(), url, "kill9-token")
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	proc := startServe(t, config, addr)
 	var mu sync.Mutex
 	current := proc
@@ -256,7 +245,7 @@ func TestTwoReplicas(t *testing.T) {
 	git := gitserver.Start(t)
 	config := serveConfig(t, dir, git.Init("clusters.git"), "kill9-token")
 	start := func() *serveProcess {
-		return startServeWith(t, []string{"serve", "--config", config, "--listen", freeAddr(t), "--kubeconfig", kubeconfig})
+		return startServeWith(t, []string{"serve", "--config", config, "--listen", testenv.FreeAddr(t), "--kubeconfig", kubeconfig})
 	}
 	a, b := start(), start()
 	defer func() {
@@ -408,7 +397,7 @@ func TestServeRotatesTokens(t *testing.T) {
 	if err := os.WriteFile(config, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	proc := startServe(t, config, addr)
 	defer func() { _ = proc.cmd.Process.Kill(); _, _ = proc.cmd.Process.Wait() }()
 

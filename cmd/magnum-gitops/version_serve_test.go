@@ -13,6 +13,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/internal/buildinfo"
 	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
 )
 
@@ -64,7 +65,7 @@ func TestServeAnnouncesItsVersion(t *testing.T) {
 	git := gitserver.Start(t)
 	url := git.Init("clusters.git")
 	cfg := serveConfig(t, t.TempDir(), url, "version-token")
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	proc := startServe(t, cfg, addr)
 	defer func() { _ = proc.cmd.Process.Kill(); _, _ = proc.cmd.Process.Wait() }()
 	// The subprocess is this test binary: the same build.

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,7 +61,7 @@ func newSite(t *testing.T, gitURL string) *site {
 	s := &site{
 		config: filepath.Join(dir, "config.yaml"), token: filepath.Join(dir, "api-token"),
 		digestKey: filepath.Join(dir, "digest-key"), kubeconfig: filepath.Join(dir, "kubeconfig"),
-		cache: filepath.Join(dir, "cache"), tokenValue: randomHex(t), listen: freeAddr(t), opsListen: freeAddr(t),
+		cache: filepath.Join(dir, "cache"), tokenValue: randomHex(t), listen: testenv.FreeAddr(t), opsListen: testenv.FreeAddr(t),
 	}
 	cfg := map[string]any{
 		"git": map[string]any{
@@ -342,16 +341,6 @@ func postEvent(t *testing.T, s *site, body []byte) (outcome, revision string) {
 		t.Fatalf("POST /v1/events: %s: %s", resp.Status, data)
 	}
 	return ans.Outcome, ans.Revision
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func randomHex(t *testing.T) string {
