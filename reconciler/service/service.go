@@ -200,7 +200,7 @@ func (s *Service) run(ctx context.Context) error {
 			go m.requester.run(ctx)
 		}
 	}
-	s.requestUnapplied()
+	go s.requestUnapplied() // a judgement per cluster: not on the way to listening
 	if s.judged() {
 		s.api.Status, s.api.Applied = s.lookup, s.applied
 		s.reconciler.Management, s.reconciler.ObserveDelete, s.reconciler.ObserveUpgrade = management{s}, s.observeDelete, s.observeUpgrade
@@ -478,7 +478,7 @@ func (s *Service) lead(ctx context.Context) {
 		s.leading.Store(true)
 		s.o.Log.Info("leading: running the delete, health and resync loops")
 		if s.o.Elect != nil {
-			s.requestUnapplied() // what another replica pushed and did not ask Flux to fetch
+			go s.requestUnapplied() // what another replica pushed and did not ask Flux to fetch
 		}
 		s.loops(lctx)
 		s.leading.Store(false)
