@@ -19,7 +19,7 @@ LDFLAGS_VERSION = -X github.com/magnum-gitops/magnum-gitops/internal/buildinfo.V
 
 export GOTOOLCHAIN := local
 
-.PHONY: help build test test-unit test-driver testbin flux capi e2e e2e-magnum e2e-magnum-capi e2e-scale demo bench fuzz update-golden vet lint fmt clean
+.PHONY: help build test test-unit test-driver testbin flux capi gitea e2e e2e-magnum e2e-magnum-capi e2e-scale demo bench fuzz update-golden schemas vet lint fmt clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -78,13 +78,22 @@ flux: ## Build or reuse Flux's source-, kustomize- and helm-controller (first bu
 capi: ## Build or reuse Cluster API's controllers (core, kubeadm, CAPD in memory) and a garbage collector (first build ~10 min)
 	@hack/capi.sh | tail -n 1
 
+gitea: ## Build or reuse a real Gitea for the review-mode tests (first build ~4-10 min)
+	@hack/gitea.sh | tail -n 1
+
 # Minutes once the binaries are cached: the scenarios run with a reconcile requested after
 # each push; E2E_FULL=1 runs them again relying on the GitRepository interval (about a
 # minute per step, 10 minutes more). As root the tests run in a network namespace of their
 # own (CAPD's in-memory backend listens on fixed ports); E2E_NETNS=0 turns that off.
-e2e: testbin flux capi build ## End to end through the real Flux and Cluster API controllers (test/e2e; E2E_FULL=1 for the interval run too)
+# E2E_RUN and E2E_SKIP pick the tests (go test -run, -skip): CI runs the review scenarios
+# (E2E_RUN='^TestE2EReview') beside the others, each set in a network namespace of its own.
+E2E_RUN ?=
+E2E_SKIP ?=
+e2e: testbin flux capi gitea build ## End to end through the real Flux and Cluster API controllers and a real Gitea (test/e2e; E2E_FULL=1 for the interval run too)
 	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" CAPI_BIN="$$(hack/capi.sh | tail -n 1)" \
-	  MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -count=1 -timeout 60m -v
+	  GITEA_BIN="$$(hack/gitea.sh | tail -n 1)" \
+	  MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -count=1 -timeout 60m -v \
+	  $(if $(E2E_RUN),-run '$(E2E_RUN)') $(if $(E2E_SKIP),-skip '$(E2E_SKIP)')
 
 # The real Magnum 15 (magnum-api, magnum-conductor, Keystone, Glance, RabbitMQ, MariaDB from
 # Debian, installed on first use) with the driver shim installed from its wheel, driven by
@@ -138,6 +147,9 @@ fuzz: ## Run every fuzz target for FUZZTIME each
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "==> $$name ($$pkg, $(FUZZTIME))"; \
 	  GO=$(GO) hack/fuzz.sh $$pkg $$name $(FUZZTIME) || exit 1; \
 	done
+
+schemas: ## Write docs/schemas (JSON Schemas of the configuration and the ClusterEvent) from their Go types
+	$(GO) run ./hack/schema
 
 update-golden: ## Rewrite the golden files under fixtures/golden
 	$(GO) test ./generator -run 'TestGolden' -update

@@ -26,7 +26,16 @@ type ClusterRecord struct {
 	Revision string
 	// At is when the event was applied (or, after a restart, when it was read back).
 	At time.Time
+	// PullRequest is the web address of the pull request that carries the event in review
+	// mode, until Flux applies it; empty otherwise, and after a restart.
+	PullRequest string
+	// Superseded are the pull requests of the cluster's earlier events that this one
+	// replaced (the last few): serve closes those still open.
+	Superseded []string
 }
+
+// maxSuperseded bounds ClusterRecord.Superseded: a cluster's events come one at a time.
+const maxSuperseded = 8
 
 // Clusters indexes the last event of every cluster by Magnum UUID.
 type Clusters struct {
@@ -54,12 +63,24 @@ func newClusters() *Clusters {
 // Observe records an applied event. The stored event is a compacted copy, without Secret
 // material.
 func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
-	rec := ClusterRecord{Event: c.compact.event(ev), StackID: s.StackID, Namespace: s.Namespace, Root: s.Root, Revision: s.Revision, At: at}
+	rec := ClusterRecord{Event: c.compact.event(ev), StackID: s.StackID, Namespace: s.Namespace, Root: s.Root, Revision: s.Revision, At: at,
+		PullRequest: s.PullRequestURL}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, had := c.m[ev.Cluster.UUID]
-	if had && rec.Revision == "" && old.Event.ID == ev.ID {
-		rec.Revision = old.Revision // a replay keeps the commit that carried it
+	switch {
+	case had && old.Event.ID == ev.ID:
+		rec.Superseded = old.Superseded
+		if rec.Revision == "" {
+			rec.Revision = old.Revision // a replay keeps the commit that carried it
+			rec.PullRequest = cmp.Or(rec.PullRequest, old.PullRequest)
+		}
+	case had:
+		rec.Superseded = old.Superseded
+		if old.PullRequest != "" && old.PullRequest != rec.PullRequest {
+			rec.Superseded = append(slices.Clone(old.Superseded), old.PullRequest)
+			rec.Superseded = rec.Superseded[max(0, len(rec.Superseded)-maxSuperseded):]
+		}
 	}
 	if rec.Root == "" {
 		rec.Root = old.Root

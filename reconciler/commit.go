@@ -30,6 +30,9 @@ type committed struct {
 	// Err is the plan's own failure (its error, an invalid or conflicting change); the
 	// others landed.
 	Err error
+	// Carried is set, with NoOp, when the tree held the plan's event already (errCarried):
+	// a retry, answered as the ledger answers one.
+	Carried bool
 }
 
 // commitPlans plans every change on the branch head (on the review branch, when set),
@@ -69,6 +72,8 @@ func (s *GitSink) commitPlans(ctx context.Context, branch string, plans []planFu
 			switch {
 			case errors.Is(errs[k], errNothingToDo):
 				out[i] = committed{Result: gitrepo.Result{NoOp: true}}
+			case errors.Is(errs[k], errCarried):
+				out[i] = committed{Result: gitrepo.Result{NoOp: true}, Carried: true}
 			case errs[k] != nil:
 				out[i] = committed{Err: errs[k]}
 			default:
@@ -130,10 +135,10 @@ func planSideBySide(tip *gitrepo.Snapshot, plans []planFunc, pending []int) ([]g
 }
 
 // commitPlan is commitPlans for one change.
-func (s *GitSink) commitPlan(ctx context.Context, branch string, plan planFunc) (*gitrepo.Result, error) {
+func (s *GitSink) commitPlan(ctx context.Context, branch string, plan planFunc) (*committed, error) {
 	res, err := s.commitPlans(ctx, branch, []planFunc{plan})
 	if err != nil {
 		return nil, err
 	}
-	return &res[0].Result, res[0].Err
+	return &res[0], res[0].Err
 }

@@ -39,6 +39,9 @@ type Written struct {
 	PullRequestURL string
 	// Timings are the steps' durations, for metrics.
 	Timings Timings
+	// Carried is set when the branch held the event already, as its cluster's record: a
+	// retry of an event committed before (errCarried); nothing was committed.
+	Carried bool
 }
 
 // Timings are how long an event spent in each step. Commit (building the commits, plans
@@ -66,11 +69,12 @@ func (s *GitSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 			return nil, err
 		}
 	}
-	gr, err := s.commitPlan(ctx, branch, s.plan(p, ev, res, branch, out))
+	c, err := s.commitPlan(ctx, branch, s.plan(p, ev, res, branch, out))
 	if err != nil {
 		return out, stepError("push", err)
 	}
-	out.setResult(gr)
+	out.setResult(&c.Result)
+	out.Carried = c.Carried
 	return out, nil
 }
 

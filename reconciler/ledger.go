@@ -30,6 +30,50 @@ var ErrIdempotencyConflict = errors.New("event id already used for a different e
 //   - checkReusedID, in the plan, on the tree the commit follows: the record of the
 //     cluster's last event, which another replica may have committed after this one last
 //     read the history.
+//
+// Both give one answer to a retry: "committed", Replayed, with the revision of the first
+// commit that carried the id (replayed from the ledger; carried, after the plan's
+// errCarried, from the ledger or the history), never "unchanged".
+
+// errCarried: the tree a plan read holds the event as its cluster's record already — a
+// retry of an event another replica committed (or this one, before its ledger learned
+// it). It is answered as the ledger answers a retry (carried), never as "unchanged".
+var errCarried = errors.New("the branch carries this event already")
+
+// carried answers an operation whose plan found its event on the branch (errCarried) the
+// way replayed answers one the ledger knows: the first commit that carried the id, marked
+// Replayed. The ledger answers when it learned that commit since; otherwise the history
+// does (the oldest commit, of the newest LedgerHistory, whose Magnum-Event-ID trailer
+// names the id), and the ledger learns it. A history too shallow to hold it still answers
+// "committed", with no revision.
+func (r *Reconciler) carried(op *operation) Summary {
+	if r.Ledger != nil {
+		if sum, ok, err := r.Ledger.Lookup(op.ev.ID, op.digest); err == nil && ok && sum.Revision != "" {
+			sum.Replayed, sum.Timings = true, Timings{}
+			return sum
+		}
+	}
+	sum := Summary{EventID: op.ev.ID, Operation: op.ev.Operation, ClusterUUID: op.ev.Cluster.UUID, Outcome: OutcomeCommitted}
+	var first *gitrepo.CommitInfo
+	n := 0
+	_ = r.Sink.Repo.Walk(context.Background(), func(c gitrepo.CommitInfo) error {
+		if n++; n > LedgerHistory {
+			return gitrepo.ErrStopWalk
+		}
+		if id, ok := c.Trailer(trailerEventID); ok && id == op.ev.ID {
+			first = &c
+		}
+		return nil
+	})
+	if first != nil {
+		sum = summaryOf(op.ev.ID, *first)
+		if digest, ok := first.Trailer(trailerEventDigest); ok && r.Ledger != nil {
+			r.Ledger.learn(op.ev.ID, digest, *first)
+		}
+	}
+	sum.Replayed = true
+	return sum
+}
 
 // replayed answers an operation whose id is known already: with the answer of the first
 // time (marked Replayed: nothing was done now), or a conflict when the body differs from
@@ -214,15 +258,18 @@ func checkReusedID(base Tree, record string, ev *v1alpha1.ClusterEvent) error {
 		return nil
 	}
 	want, err := encodeRecord(inherit(ev, data))
-	if err != nil || bytes.Equal(want, data) {
-		return nil // a retry (or an event that does not encode, which the plan reports)
+	switch {
+	case err != nil:
+		return nil // an event that does not encode, which the plan reports
+	case bytes.Equal(want, data):
+		return errCarried // a retry
 	}
 	rec, err := readRecord(data)
 	if err != nil || rec.ID != ev.ID {
 		return nil // a corrupt record is the plan's to overwrite
 	}
 	if sameEvent(rec, want) {
-		return nil // a retry, recorded in an older encoding
+		return errCarried // a retry, recorded in an older encoding
 	}
 	return &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", ev.ID, ErrIdempotencyConflict)}
 }

@@ -16,7 +16,7 @@ import (
 // finish a delete.
 const (
 	trailerEventID     = "Magnum-Event-ID"
-	trailerEventDigest = "Magnum-Event-eventDigest"
+	trailerEventDigest = "Magnum-Event-Digest"
 	trailerClusterUUID = "Magnum-Cluster-UUID"
 	trailerOperation   = "Magnum-Operation"
 	trailerProject     = "Magnum-Project"

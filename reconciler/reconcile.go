@@ -3,6 +3,8 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -247,7 +249,7 @@ func (r *Reconciler) collect() {
 // Reconcile reconciles clusters together: each one's own scope, steps and summary, and one
 // push for the commits of them all.
 func (r *Reconciler) Reconcile(ctx context.Context, uuids ...string) {
-	g := newGroupCommit(r.Sink, len(uuids), r.ObserveGroup)
+	g := newCommitter(ctx, r.Sink, len(uuids), r.ObserveGroup)
 	seen := map[string]string{} // event id → digest, for the group
 	scopes := make([]*scope, len(uuids))
 	for i, uuid := range uuids {
@@ -263,7 +265,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, uuids ...string) {
 // scope is what one cluster's reconcile works on, loaded once in its prologue.
 type scope struct {
 	uuid   string
-	member int // in its group
+	member int // its place in its group
 	// ops are the cluster's operations waiting for Git, oldest first.
 	ops []*operation
 	// answered marks the operations answered in the prologue; the summary answers the
@@ -307,7 +309,7 @@ func (r *Reconciler) load(uuid string, member int, seen map[string]string) *scop
 // reconcile runs the steps of one cluster, in order: render each operation, plan it
 // against the branch head (digest-gated: only what changed is serialised), commit, in the
 // group's push. The deferred summary answers each operation's client.
-func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
+func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *committer) {
 	defer r.summarize(sc)
 	var stats GroupStats
 	for _, op := range sc.ops {
@@ -323,6 +325,9 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 	}
 	var plans []planFunc
 	var index []int
+	// In review mode what serve commits of its own (a resync, a delete's or an upgrade
+	// chain's next step) goes to a review branch too, one each: main is never written.
+	var reviewed []reviewStep
 	for i, op := range sc.ops {
 		if sc.answered[i] || review && op.resync == nil {
 			continue
@@ -331,7 +336,12 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 		if op.resync != nil {
 			// Rendered in its plan, on the tree its commit follows, while that tree
 			// holds the record the resync read.
-			plans, index = append(plans, r.Sink.resyncPlan(ctx, r.Pipeline, op.resync, sc.outs[i])), append(index, i)
+			p := r.Sink.resyncPlan(ctx, r.Pipeline, op.resync, sc.outs[i])
+			if review {
+				reviewed = append(reviewed, reviewStep{ev: op.resync.Event, stackID: path.Base(path.Dir(op.resync.Path)), suffix: "resync", plan: p, out: &sc.outs[i], err: &sc.errs[i]})
+				continue
+			}
+			plans, index = append(plans, p), append(index, i)
 			continue
 		}
 		res, err := r.render(ctx, op.ev, sc.outs[i])
@@ -345,30 +355,48 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 	// changes what the step would read, so it waits for the cluster's next reconcile.
 	if r.Management != nil && r.Clusters != nil && !sc.waiting() {
 		if rec, ok := r.Clusters.Get(sc.uuid); ok && rec.Event.Operation == v1alpha1.DeleteCluster {
-			if sc.del = r.deleteStep(ctx, rec); sc.del != nil && sc.del.plan != nil {
-				plans = append(plans, sc.del.plan)
-			}
+			sc.del = r.deleteStep(ctx, rec)
 		} else if ok && len(sc.ops) == 0 {
-			if sc.up = r.upgradeStep(ctx, rec); sc.up != nil && sc.up.plan != nil {
-				plans = append(plans, sc.up.plan)
-			}
+			sc.up = r.upgradeStep(ctx, rec)
 		}
 	}
-	results, err := g.commit(ctx, sc.member, plans, stats)
-	last := func() committed {
+	var step planFunc
+	switch {
+	case sc.del != nil && sc.del.plan != nil:
+		step = sc.del.plan
+	case sc.up != nil && sc.up.plan != nil:
+		step = sc.up.plan
+	}
+	if step != nil && !review {
+		plans = append(plans, step)
+	}
+	results, err := g.submit(sc.member, plans, stats).wait()
+	stepResult := func() (committed, error) {
 		if err != nil {
-			return committed{}
+			return committed{}, err
 		}
-		return results[len(results)-1]
+		return results[len(results)-1], nil
+	}
+	if step != nil && review {
+		st := reviewStep{plan: step}
+		if sc.del != nil && sc.del.plan != nil {
+			st.ev, st.stackID, st.suffix = sc.del.rec.Event, sc.del.rec.StackID, "delete-"+strings.ToLower(sc.del.progress.To.String())
+		} else {
+			st.ev, st.stackID, st.suffix = sc.up.rec.Event, sc.up.rec.StackID, "upgrade-"+sc.up.progress.To
+		}
+		c, err := r.commitReviewStep(ctx, st)
+		stepResult = func() (committed, error) { return c, err }
 	}
 	if sc.del != nil && sc.del.plan != nil {
-		r.deleted(sc.del, last(), err)
+		c, err := stepResult()
+		r.deleted(sc.del, c, err)
 		if sc.del.progress.Commit != "" {
 			r.pushed(sc.del.rec.Namespace, nil)
 		}
 	}
 	if sc.up != nil && sc.up.plan != nil {
-		r.upgraded(sc.up, last(), err)
+		c, err := stepResult()
+		r.upgraded(sc.up, c, err)
 		if pl := sc.up.out.Plan; sc.up.progress.Commit != "" && pl != nil {
 			r.pushed(pl.Result.Namespace, pl.Paths())
 		}
@@ -381,9 +409,21 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *groupCommit) {
 			sc.errs[i] = stepError("commit", results[k].Err)
 		default:
 			sc.outs[i].setResult(&results[k].Result)
+			sc.outs[i].Carried = results[k].Carried
 			if pl := sc.outs[i].Plan; !results[k].NoOp && pl != nil {
 				r.pushed(pl.Result.Namespace, pl.Paths())
 			}
+		}
+	}
+	for _, st := range reviewed {
+		c, err := r.commitReviewStep(ctx, st)
+		switch {
+		case err != nil:
+			*st.err = err
+		case c.Err != nil:
+			*st.err = stepError("commit", c.Err)
+		default:
+			(*st.out).setResult(&c.Result)
 		}
 	}
 }
@@ -425,6 +465,10 @@ func (r *Reconciler) commitForReview(ctx context.Context, sc *scope, stats *Grou
 func (r *Reconciler) summarize(sc *scope) {
 	for i, op := range sc.ops {
 		if sc.answered[i] {
+			continue
+		}
+		if o := sc.outs[i]; o != nil && o.Carried && sc.errs[i] == nil {
+			r.answer(op, r.carried(op))
 			continue
 		}
 		sum := NewSummary(op.ev, sc.outs[i], sc.errs[i])

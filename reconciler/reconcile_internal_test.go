@@ -40,6 +40,8 @@ func TestReconcile(t *testing.T) {
 		name string
 		// before are reconciled first, one group, then ops as the next one.
 		before, ops []submit
+		// forget starts ops with an empty ledger: another replica committed before.
+		forget bool
 		// outcomes are the answers to ops, in order; commits are the event ids the
 		// group's push carried, oldest first, of each cluster (an id's first letter).
 		outcomes []string
@@ -53,6 +55,15 @@ func TestReconcile(t *testing.T) {
 	}, {
 		name:     "an id Git carries is answered from the ledger",
 		before:   []submit{{ev: resize(t, "a1", 1, 2)}},
+		ops:      []submit{{ev: resize(t, "a1", 1, 2)}, {ev: resize(t, "a2", 1, 3)}},
+		outcomes: []string{"committed (replayed)", "committed"},
+		commits:  map[byte][]string{'a': {"a2"}},
+	}, {
+		// The same answer when the ledger does not know the id: the record at the plan's
+		// base finds the retry, and the history names the commit.
+		name:     "an id another replica committed is answered from Git",
+		before:   []submit{{ev: resize(t, "a1", 1, 2)}},
+		forget:   true,
 		ops:      []submit{{ev: resize(t, "a1", 1, 2)}, {ev: resize(t, "a2", 1, 3)}},
 		outcomes: []string{"committed (replayed)", "committed"},
 		commits:  map[byte][]string{'a': {"a2"}},
@@ -87,6 +98,7 @@ func TestReconcile(t *testing.T) {
 			r := &Reconciler{Pipeline: &Pipeline{Config: &cfg, Secrets: SecretPolicy{Plaintext: true}},
 				Sink: &GitSink{Repo: repo}, Ledger: NewLedger(), ObserveGroup: func(g GroupStats) { groups = append(groups, g) }}
 			r.Start()
+			var carrier string // the commit that carried before's events
 			reconcile := func(subs []submit) []string {
 				var ops []*operation
 				for _, s := range subs {
@@ -104,6 +116,9 @@ func TestReconcile(t *testing.T) {
 					sum := <-o.answer
 					if sum.Replayed {
 						sum.Outcome += " (replayed)"
+						if sum.Revision != carrier {
+							t.Errorf("%s replayed with revision %q, want %s, the commit that carried it", o.ev.ID, sum.Revision, carrier)
+						}
 					}
 					got = append(got, sum.Outcome)
 				}
@@ -111,6 +126,10 @@ func TestReconcile(t *testing.T) {
 			}
 			if len(tt.before) > 0 {
 				reconcile(tt.before)
+				carrier = strings.TrimSpace(remote.Git(dir, "rev-parse", "main"))
+			}
+			if tt.forget {
+				r.Ledger = NewLedger()
 			}
 			head := strings.TrimSpace(remote.Git(dir, "rev-parse", "main"))
 			pushesBefore := len(strings.Fields(remote.Git(dir, "reflog", "show", "--format=%H", "main")))

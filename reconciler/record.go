@@ -74,3 +74,8 @@ func sameEvent(rec *v1alpha1.ClusterEvent, want []byte) bool {
 	again, err := encodeRecord(rec)
 	return err == nil && bytes.Equal(again, want)
 }
+
+// RecordPath is where the cluster's record lives in the repository.
+func (rec ClusterRecord) RecordPath() string {
+	return path.Join(generator.ClusterDir(rec.Root, rec.Namespace, rec.StackID), recordFile)
+}

@@ -80,6 +80,7 @@ type UpgradeProgress struct {
 
 // upgrading is the upgrade step of one reconcile.
 type upgrading struct {
+	rec      ClusterRecord
 	progress UpgradeProgress
 	plan     planFunc
 	out      Written
@@ -89,7 +90,7 @@ type upgrading struct {
 // rolled out the version the head deploys; nil when there is nothing to do or report.
 func (r *Reconciler) upgradeStep(ctx context.Context, rec ClusterRecord) *upgrading {
 	dir := generator.ClusterDir(rec.Root, rec.Namespace, rec.StackID)
-	u := &upgrading{progress: UpgradeProgress{ClusterUUID: rec.Event.Cluster.UUID, StackID: rec.StackID, Namespace: rec.Namespace}}
+	u := &upgrading{rec: rec, progress: UpgradeProgress{ClusterUUID: rec.Event.Cluster.UUID, StackID: rec.StackID, Namespace: rec.Namespace}}
 	dep, err := readDeployed(r.Sink.Repo, dir, r.Pipeline.Gate)
 	if err != nil {
 		u.progress.Err = stepError("read", err)

@@ -60,7 +60,7 @@ func Evaluate(v View, o Objects, opts Options) Report {
 	r.COEVersion = cmp.Or(stringAt(o.ControlPlane, "status", "version"), stringAt(o.ControlPlane, "spec", "version"))
 	// Whether Flux has applied the operation's commit is asked once and decides for the
 	// cluster and its node groups alike.
-	pending := revisionPending(v, o, opts)
+	pending, refused := revisionPending(v, o, opts)
 	gitops := gitopsChain(v, o, pending, cc)
 	stepAt, target := upgradeStep(v, o, pending)
 	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, cc, groupsHeld(v, pending, gitops, stepAt))
@@ -74,6 +74,9 @@ func Evaluate(v View, o Objects, opts Options) Report {
 
 	action := v.Status.Action()
 	switch {
+	case refused && v.Status.Outcome() == v1alpha1.InProgress:
+		// A pull request closed without merge: Git will never carry the operation.
+		r.Status, r.StatusReason = v1alpha1.StatusOf(action, v1alpha1.Failed), pending
 	case action == v1alpha1.ActionDelete:
 		r.Status, r.StatusReason, r.SecretsRemovable = deleting(v, o, opts, cc, pending)
 	case v.Status == v1alpha1.CreateInProgress || v.Status == v1alpha1.UpdateInProgress:
@@ -134,6 +137,9 @@ func deleting(v View, o Objects, opts Options, cc conditionCache, pending string
 	}
 	var reason string
 	switch {
+	case pending != "" && (o.Cluster == nil || o.Cluster.GetDeletionTimestamp() == nil):
+		// The delete is not applied yet: in review mode, not even merged.
+		reason = pending
 	case o.Cluster != nil:
 		c := cc.conditions(o.Cluster)
 		d := c.V1Beta2("Deleting")
@@ -154,8 +160,6 @@ func deleting(v View, o Objects, opts Options, cc conditionCache, pending string
 		}
 	case o.HelmRelease != nil:
 		reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
-	case pending != "":
-		reason = pending
 	default:
 		return v1alpha1.DeleteComplete, "", true
 	}
@@ -252,16 +256,18 @@ func gitopsChain(v View, o Objects, pending string, cc conditionCache) *blocker 
 // revisionPending says what the operation waits for while Flux has not applied the commit
 // that carries it ("" once it has, or when the Kustomization or the commit is unknown):
 // until then the objects describe the state before the operation. The cluster (gitopsChain,
-// deleting) and each of its node groups (nodeGroups) wait on this one rule.
-func revisionPending(v View, o Objects, opts Options) string {
+// deleting) and each of its node groups (nodeGroups) wait on this one rule. In review
+// mode the pull request that carries the commit is what it waits for first; refused is
+// set when that pull request was closed without merge.
+func revisionPending(v View, o Objects, opts Options) (pending string, refused bool) {
 	k := o.Kustomization
 	if k == nil || v.Revision == "" {
-		return ""
+		return "", false
 	}
 	if applied, ok := Applied(k, v.Revision, opts); !ok {
-		return fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none"))
+		return opts.Review.pending(fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none")))
 	}
-	return ""
+	return "", false
 }
 
 // helmMessage phrases a Flux condition: "Helm upgrade failed: <message>". helm-controller's

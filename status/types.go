@@ -70,6 +70,8 @@ type Options struct {
 	// the operation's; without it only the commit ids are compared, and a view would wait
 	// for a commit Flux skipped until the cluster's next operation.
 	Ancestry Ancestry
+	// Review is the pull request that carries the operation in review mode.
+	Review Review
 }
 
 // Ancestry is the answer of the repository's history, read by the caller before the

@@ -18,7 +18,7 @@ import (
 
 // TestDeployedConfig: the service's ConfigMap in deploy/service (rendered from the chart,
 // deploy/chart/magnum-gitops) holds a configuration that loads, listens on every address of
-// the pod, and whose SOPS recipients the encrypter takes.
+// the pod over TLS, and whose SOPS recipients the encrypter takes.
 func TestDeployedConfig(t *testing.T) {
 	t.Parallel()
 	cm, err := os.ReadFile("../../deploy/service/config.yaml")
@@ -37,8 +37,8 @@ func TestDeployedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deploy/service/config.yaml: %v", err)
 	}
-	if c.Serve.Listen != ":8080" || c.Serve.OpsListen != ":8081" {
-		t.Errorf("deploy/service/config.yaml: listen %q, ops_listen %q, want :8080 and :8081", c.Serve.Listen, c.Serve.OpsListen)
+	if c.Serve.Listen != ":8443" || c.Serve.OpsListen != ":8081" || c.Serve.TLS.CertFile == "" {
+		t.Errorf("deploy/service/config.yaml: listen %q (TLS %q), ops_listen %q, want HTTPS on :8443 and :8081", c.Serve.Listen, c.Serve.TLS.CertFile, c.Serve.OpsListen)
 	} else if c.Flux.Layout != generator.LayoutBranchPerNamespace || c.Flux.Git.URL != c.Git.URL {
 		t.Errorf("deploy/service/config.yaml: layout %q fetching %q, want branch-per-namespace fetching git.url", c.Flux.Layout, c.Flux.Git.URL)
 	} else if _, err := sopsenc.New(sopsenc.Options{AgeRecipients: c.Sops.AgeRecipients, DigestKey: make([]byte, 32)}); err != nil {

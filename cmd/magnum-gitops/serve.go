@@ -114,6 +114,17 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Before the clone: a listen address that would carry events in plain HTTP over a
+	// network is refused at once, as bad input.
+	listen := cmp.Or(o.listen, file.Serve.Listen, "127.0.0.1:8080")
+	plainOutside, err := file.Serve.CheckListen(listen, o.listen != "")
+	if err != nil {
+		return config.Invalid(err)
+	}
+	if plainOutside {
+		log.Warn("serving the event API in plain HTTP on an address other than loopback, as serve.allow_plain_http allows: "+
+			"only a TLS-terminating proxy or ingress in front keeps events' secrets off the network", "listen", listen)
+	}
 	p, err := pipeline(file, o.insecurePlaintext)
 	if err != nil {
 		return err
@@ -154,12 +165,15 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		return config.Invalid(err)
 	}
 	so := service.Options{Pipeline: p, Sink: sink,
-		Listen: cmp.Or(o.listen, file.Serve.Listen, "127.0.0.1:8080"), OpsListen: file.Serve.OpsListen, TLS: tlsCfg,
+		Listen: listen, OpsListen: file.Serve.OpsListen, TLS: tlsCfg,
 		Tokens: tokens, MaxBodyBytes: file.Serve.MaxBodyBytes,
 		MaxGroup: file.Serve.Group.MaxEvents, MaxWait: file.Serve.Group.MaxWait.Duration,
 		ShutdownDelay:  o.shutdownDelayFrom(&file.Serve),
 		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log, Registry: reg,
 		StatusOptions: serveStatusOptions(&file.Serve)}
+	if so.Review, err = reviewOptions(ctx, file, log); err != nil {
+		return config.Invalid(err)
+	}
 	if err := o.management(ctx, file, &so); err != nil {
 		return err
 	}

@@ -11,8 +11,9 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
-// GitHub opens pull requests through the GitHub REST API v3 (github.com or GitHub
-// Enterprise Server).
+// GitHub opens, follows and closes pull requests through the GitHub REST API v3
+// (github.com or GitHub Enterprise Server). GitHub cannot run here: its tests use a fake
+// built from GitHub's documented request and response shapes.
 type GitHub struct {
 	// BaseURL is the API root: https://api.github.com (the default) or, for GitHub
 	// Enterprise Server, https://HOST/api/v3.
@@ -26,11 +27,26 @@ type GitHub struct {
 	Client *http.Client
 }
 
-var _ gitrepo.PullRequester = (*GitHub)(nil)
+var (
+	_ gitrepo.PullRequester      = (*GitHub)(nil)
+	_ gitrepo.PullRequestTracker = (*GitHub)(nil)
+)
 
 type githubPull struct {
 	Number  int    `json:"number"`
 	HTMLURL string `json:"html_url"`
+	State   string `json:"state"` // open or closed; merged ones are closed
+	Merged  bool   `json:"merged"`
+	// MergedBy and MergeCommitSHA mean something only when Merged: while a pull request is
+	// open, GitHub's merge_commit_sha is the commit of its test merge.
+	MergedBy       *forgeUser `json:"merged_by"`
+	MergeCommitSHA *string    `json:"merge_commit_sha"`
+	// Mergeable is null while GitHub computes it, false when the pull request conflicts
+	// with its base.
+	Mergeable *bool `json:"mergeable"`
+	Head      struct {
+		Ref string `json:"ref"`
+	} `json:"head"`
 }
 
 // githubError is GitHub's error body: a message and, for 422, validation errors.
@@ -99,6 +115,90 @@ func githubMessage(body []byte) string {
 	return gitrepo.Sanitize(msg)
 }
 
+// PullRequestStatus implements gitrepo.PullRequestTracker: GET /repos/{owner}/{repo}/pulls/{n},
+// and for a pull request closed without merge, who closed it from the issue
+// (GET /repos/{owner}/{repo}/issues/{n}, closed_by): the pull request names who merged,
+// not who closed.
+func (g *GitHub) PullRequestStatus(ctx context.Context, webURL string) (gitrepo.PullRequestStatus, error) {
+	n, err := pullNumber(webURL, g.Owner, g.Repo, "pull")
+	if err != nil {
+		return gitrepo.PullRequestStatus{}, err
+	}
+	p, err := g.pull(ctx, n)
+	if err != nil {
+		return gitrepo.PullRequestStatus{}, err
+	}
+	st := gitrepo.PullRequestStatus{URL: p.HTMLURL, Number: n, State: gitrepo.PullRequestOpen, Head: p.Head.Ref,
+		Unmergeable: p.State == "open" && p.Mergeable != nil && !*p.Mergeable}
+	switch {
+	case p.Merged:
+		st.State = gitrepo.PullRequestMerged
+		if p.MergedBy != nil {
+			st.By = p.MergedBy.Login
+		}
+		if p.MergeCommitSHA != nil {
+			st.MergeCommit = *p.MergeCommitSHA
+		}
+	case p.State == "closed":
+		st.State = gitrepo.PullRequestClosed
+		var issue struct {
+			ClosedBy *forgeUser `json:"closed_by"`
+		}
+		if err := g.get(ctx, g.repoPath(fmt.Sprintf("issues/%d", n)), "reading the issue", &issue); err != nil {
+			return gitrepo.PullRequestStatus{}, err
+		}
+		if issue.ClosedBy != nil {
+			st.By = issue.ClosedBy.Login
+		}
+	}
+	return st, nil
+}
+
+// pull reads pull request n.
+func (g *GitHub) pull(ctx context.Context, n int) (githubPull, error) {
+	var p githubPull
+	status, body, err := g.call(http.MethodGet, g.path(fmt.Sprintf("/%d", n)), nil).do(ctx, &p)
+	switch {
+	case err != nil:
+		return p, err
+	case status == http.StatusNotFound:
+		return p, fmt.Errorf("%w: github: %s/%s#%d", gitrepo.ErrPullRequestNotFound, g.Owner, g.Repo, n)
+	case status/100 != 2:
+		return p, fmt.Errorf("github: reading pull request %d: HTTP %d: %s", n, status, githubMessage(body))
+	}
+	return p, nil
+}
+
+// ClosePullRequest implements gitrepo.PullRequestTracker: POST
+// /repos/{owner}/{repo}/issues/{n}/comments, then PATCH /repos/{owner}/{repo}/pulls/{n}
+// {"state": "closed"}. A pull request that is no longer open, before or (a race with a
+// reviewer) during the call, is left as it is.
+func (g *GitHub) ClosePullRequest(ctx context.Context, webURL, comment string) error {
+	n, err := pullNumber(webURL, g.Owner, g.Repo, "pull")
+	if err != nil {
+		return err
+	}
+	return closing{forge: "github", n: n,
+		commentsURL: g.repoPath(fmt.Sprintf("issues/%d/comments", n)), pullURL: g.path(fmt.Sprintf("/%d", n)),
+		open: func(ctx context.Context) (bool, error) {
+			p, err := g.pull(ctx, n)
+			return err == nil && p.State == "open", err
+		},
+		send: func(ctx context.Context, method, u string, body any) (int, string, error) {
+			status, b, err := g.call(method, u, body).do(ctx, nil)
+			return status, githubMessage(b), err
+		}}.close(ctx, comment)
+}
+
+// get is a GET whose answer must be 2xx.
+func (g *GitHub) get(ctx context.Context, u, what string, out any) error {
+	status, body, err := g.call(http.MethodGet, u, nil).do(ctx, out)
+	if err == nil && status/100 != 2 {
+		err = fmt.Errorf("github: %s: HTTP %d: %s", what, status, githubMessage(body))
+	}
+	return err
+}
+
 func (g *GitHub) call(method, u string, body any) forgeCall {
 	c := forgeCall{forge: "github", client: g.Client, method: method, url: u, headers: map[string]string{
 		"Authorization":        "Bearer " + g.Token,
@@ -110,10 +210,13 @@ func (g *GitHub) call(method, u string, body any) forgeCall {
 }
 
 // path is the pulls endpoint of the repository, with rest appended.
-func (g *GitHub) path(rest string) string {
+func (g *GitHub) path(rest string) string { return g.repoPath("pulls") + rest }
+
+// repoPath is an endpoint of the repository: /repos/{owner}/{repo}/rest.
+func (g *GitHub) repoPath(rest string) string {
 	base := g.BaseURL
 	if base == "" {
 		base = "https://api.github.com"
 	}
-	return strings.TrimRight(base, "/") + "/repos/" + url.PathEscape(g.Owner) + "/" + url.PathEscape(g.Repo) + "/pulls" + rest
+	return strings.TrimRight(base, "/") + "/repos/" + url.PathEscape(g.Owner) + "/" + url.PathEscape(g.Repo) + "/" + rest
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -77,12 +78,62 @@ type GitReview struct {
 	// BranchTemplate turns on review mode: each event goes to its own branch, e.g.
 	// "magnum/{{.StackID}}/{{.EventID}}", and main is left alone.
 	BranchTemplate string `json:"branch_template,omitempty"`
-	Gitea          *struct {
-		URL       string `json:"url"`
-		Owner     string `json:"owner"`
-		Repo      string `json:"repo"`
-		TokenFile string `json:"token_file"`
-	} `json:"gitea,omitempty"`
+	// Gitea opens a pull request per review branch (Gitea or Forgejo API v1; url is the
+	// server, e.g. https://gitea.example.org).
+	Gitea *Forge `json:"gitea,omitempty"`
+	// PollInterval is how long serve trusts a pull request's state before asking the
+	// forge again (default 30s): the fallback when a webhook is lost.
+	PollInterval generator.Duration `json:"poll_interval,omitempty"`
+}
+
+// ReviewForge is review mode's forge, its files read.
+type ReviewForge struct {
+	// Kind is "gitea" or "github".
+	Kind string
+	// Client opens, reads and closes pull requests.
+	Client interface {
+		gitrepo.PullRequester
+		gitrepo.PullRequestTracker
+		// Check reads the repository with the token (forge.Gitea.Check).
+		Check(ctx context.Context) error
+	}
+	// WebhookSecret signs the forge's webhook deliveries; nil without webhook_secret_file.
+	WebhookSecret []byte
+}
+
+// OpenForge reads the token and webhook secret files of the forge git.review names; nil
+// when it names none.
+func (r GitReview) OpenForge() (*ReviewForge, error) {
+	var f *Forge
+	out := &ReviewForge{}
+	switch {
+	case r.Gitea != nil && r.GitHub != nil:
+		return nil, &v1alpha1.FieldError{Field: "git.review", Message: "names both gitea and github: a repository has one forge"}
+	case r.Gitea != nil:
+		f, out.Kind = r.Gitea, "gitea"
+	case r.GitHub != nil:
+		f, out.Kind = r.GitHub, "github"
+	default:
+		return nil, nil
+	}
+	field := "git.review." + out.Kind
+	tok, err := readSecretFile(field+".token_file", f.TokenFile)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := readSecretFile(field+".webhook_secret_file", f.WebhookSecretFile)
+	if err != nil {
+		return nil, err
+	}
+	if secret != "" {
+		out.WebhookSecret = []byte(secret)
+	}
+	if out.Kind == "gitea" {
+		out.Client = &forge.Gitea{BaseURL: f.URL, Owner: f.Owner, Repo: f.Repo, Token: tok}
+	} else {
+		out.Client = &forge.GitHub{BaseURL: f.URL, Owner: f.Owner, Repo: f.Repo, Token: tok}
+	}
+	return out, nil
 }
 
 // readSecretFile reads a credential from a file. An empty file is an error: it would
@@ -160,19 +211,10 @@ func (g *Git) Options() (gitrepo.Options, error) {
 		o.SigningKey = keys[0]
 	}
 	o.ProtectedBranches = g.Review.ProtectedBranches
-	if gh := g.Review.GitHub; gh != nil {
-		tok, err := readSecretFile("git.review.github.token_file", gh.TokenFile)
-		if err != nil {
-			return o, err
-		}
-		o.PullRequests = &forge.GitHub{BaseURL: gh.URL, Owner: gh.Owner, Repo: gh.Repo, Token: tok}
-	}
-	if gt := g.Review.Gitea; gt != nil {
-		tok, err := readSecretFile("git.review.gitea.token_file", gt.TokenFile)
-		if err != nil {
-			return o, err
-		}
-		o.PullRequests = &forge.Gitea{BaseURL: gt.URL, Owner: gt.Owner, Repo: gt.Repo, Token: tok}
+	if f, err := g.Review.OpenForge(); err != nil {
+		return o, err
+	} else if f != nil {
+		o.PullRequests = f.Client
 	}
 	// Validate fills in defaults: it must run before o is copied into the return values.
 	if err := o.Validate(); err != nil {
@@ -192,4 +234,7 @@ type Forge struct {
 	Owner     string `json:"owner"`
 	Repo      string `json:"repo"`
 	TokenFile string `json:"token_file"`
+	// WebhookSecretFile holds the secret the forge signs its webhook deliveries with
+	// (POST /hooks/pull-requests); without it serve only polls.
+	WebhookSecretFile string `json:"webhook_secret_file,omitempty"`
 }

@@ -106,9 +106,11 @@ func eachConfigPath(c *File, fn func(key, p string) string) {
 	one("git.signing_key_file", &g.SigningKeyFile)
 	if gh := g.Review.GitHub; gh != nil {
 		one("git.review.github.token_file", &gh.TokenFile)
+		one("git.review.github.webhook_secret_file", &gh.WebhookSecretFile)
 	}
 	if gt := g.Review.Gitea; gt != nil {
 		one("git.review.gitea.token_file", &gt.TokenFile)
+		one("git.review.gitea.webhook_secret_file", &gt.WebhookSecretFile)
 	}
 
 	one("sops.digest_key_file", &c.Sops.DigestKeyFile)

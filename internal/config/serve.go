@@ -27,8 +27,12 @@ type Serve struct {
 		// in place of a token.
 		ClientCAFile string `json:"client_ca_file,omitempty"`
 	} `json:"tls,omitempty"`
-	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
-	Group        struct {
+	// AllowPlainHTTP lets the API serve plain HTTP on an address other than loopback,
+	// for a TLS-terminating proxy or ingress in front: events carry CA private keys and
+	// application credentials, so without TLS they must not cross a network unasked.
+	AllowPlainHTTP bool  `json:"allow_plain_http,omitempty"`
+	MaxBodyBytes   int64 `json:"max_body_bytes,omitempty"`
+	Group          struct {
 		MaxEvents int                `json:"max_events,omitempty"`
 		MaxWait   generator.Duration `json:"max_wait,omitempty"`
 	} `json:"group,omitempty"`
@@ -61,6 +65,8 @@ func (c *Serve) Validate() error {
 		return errors.New("serve.shutdown_delay: must not be negative")
 	case c.MachineFailureDeadline != nil && c.MachineFailureDeadline.Duration < 0:
 		return errors.New("serve.machine_failure_deadline: must not be negative (0s: never)")
+	case c.AllowPlainHTTP && c.tlsSet():
+		return errors.New("serve.allow_plain_http: true with serve.tls set: the API serves HTTPS, nothing plain; remove one of them")
 	}
 	return nil
 }

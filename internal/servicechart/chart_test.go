@@ -3,6 +3,7 @@ package servicechart
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -171,6 +173,14 @@ func TestRenderDefaults(t *testing.T) {
 	if typ := field(t, objs["Service/magnum-gitops"], "spec", "type"); typ != "ClusterIP" {
 		t.Errorf("Service type %v", typ)
 	}
+	// TLS by default: HTTPS on 8443 from the Secret <fullname>-tls, which the operator
+	// creates (no Certificate unless asked for).
+	if api := apiPorts(t, objs); !reflect.DeepEqual(api, map[string]any{"container": float64(8443), "service": float64(8443), "appProtocol": "https"}) {
+		t.Errorf("API ports %v, want HTTPS on 8443", api)
+	}
+	if s := secretVolume(t, dep, "tls"); s != "magnum-gitops-tls" {
+		t.Errorf("TLS volume from Secret %q, want magnum-gitops-tls", s)
+	}
 	for _, k := range []string{"Namespace/magnum-gitops", "ServiceMonitor/magnum-gitops", "PrometheusRule/magnum-gitops", "Certificate/magnum-gitops", "Ingress/magnum-gitops"} {
 		if objs[k] != nil {
 			t.Errorf("%s rendered without being asked for", k)
@@ -195,6 +205,9 @@ func TestRenderAllOptions(t *testing.T) {
 		{"Ingress/magnum-gitops", []string{"spec", "ingressClassName"}, "nginx"},
 		{"ServiceMonitor/magnum-gitops", []string{"spec", "endpoints"}, []any{map[string]any{"port": "ops", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}}},
 		{"Certificate/magnum-gitops", []string{"spec", "secretName"}, "magnum-gitops-tls"},
+		{"Service/magnum-gitops", []string{"spec", "ports"}, []any{
+			map[string]any{"name": "api", "port": float64(443), "targetPort": "api", "appProtocol": "https"},
+			map[string]any{"name": "ops", "port": float64(8081), "targetPort": "ops"}}},
 		{"Certificate/magnum-gitops", []string{"spec", "issuerRef", "kind"}, "ClusterIssuer"},
 		{"Role/magnum-gitops-reconcile-request", []string{"metadata", "namespace"}, "flux-system"},
 	}
@@ -230,9 +243,10 @@ func TestRenderedConfigLoads(t *testing.T) {
 		values map[string]any
 		files  []string // beyond the API token and the digest key
 	}{
-		{"required values", requiredValues(), []string{"git-token"}},
-		{"deploy/service", ciValues(t, "deploy-service-values.yaml"), []string{"git-token"}},
+		{"required values", requiredValues(), []string{"git-token", "tls.crt", "tls.key"}},
+		{"deploy/service", ciValues(t, "deploy-service-values.yaml"), []string{"git-token", "tls.crt", "tls.key"}},
 		{"all options", ciValues(t, "all-options-values.yaml"), []string{"ssh-key", "known_hosts", "signing-key", "clouds.yaml", "tls.crt", "tls.key", "ca.crt"}},
+		{"TLS off", withTLS(requiredValues(), map[string]any{"enabled": false}), []string{"git-token"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := objects(t, ch, "magnum-gitops", tc.values)
@@ -244,6 +258,15 @@ func TestRenderedConfigLoads(t *testing.T) {
 			c, err := config.Load(path)
 			if err != nil {
 				t.Fatalf("serve refuses the rendered config: %v\n%s", err, data)
+			}
+			// serve's listen decision on the pod's address: HTTPS, or plain HTTP only as the
+			// explicit opt-out, which serve warns of.
+			plain, err := c.Serve.CheckListen(c.Serve.Listen, false)
+			if err != nil {
+				t.Fatalf("serve refuses to listen with the rendered config: %v", err)
+			}
+			if tlsOn := c.Serve.TLS.CertFile != ""; plain == tlsOn {
+				t.Errorf("TLS %v, plain HTTP on %s warned of: %v", tlsOn, c.Serve.Listen, plain)
 			}
 			named := slices.Concat(c.Serve.TokenFiles, []string{c.Sops.DigestKeyFile, c.Git.Auth.TokenFile, c.Git.Auth.SSHKeyFile,
 				c.Git.Auth.KnownHostsFile, c.Git.SigningKeyFile, c.OpenStack.CloudsFile, c.Serve.TLS.CertFile, c.Serve.TLS.KeyFile, c.Serve.TLS.ClientCAFile})
@@ -392,7 +415,9 @@ func TestRenderRefuses(t *testing.T) {
 		{"a file path the chart sets", func(v map[string]any) {
 			v["config"].(map[string]any)["serve"] = map[string]any{"token_files": []any{"/tmp/t"}}
 		}, "config.serve.token_files"},
-		{"TLS without a certificate", func(v map[string]any) { v["tls"] = map[string]any{"enabled": true} }, "tls.secretName"},
+		{"plain HTTP asked for in config", func(v map[string]any) {
+			v["config"].(map[string]any)["serve"] = map[string]any{"allow_plain_http": true}
+		}, "config.serve.allow_plain_http: set by the chart (tls.enabled=false)"},
 		{"cert-manager without an issuer", func(v map[string]any) {
 			v["tls"] = map[string]any{"enabled": true, "certManager": map[string]any{"enabled": true}}
 		}, "tls.certManager.issuerRef.name"},
@@ -406,6 +431,176 @@ func TestRenderRefuses(t *testing.T) {
 				t.Fatalf("got %v, want ErrInvalidValues naming %s", err, tc.names)
 			}
 			t.Log(err)
+		})
+	}
+}
+
+// withTLS sets values' tls.
+func withTLS(v map[string]any, tls map[string]any) map[string]any {
+	v["tls"] = tls
+	return v
+}
+
+// apiPorts is the API's container port, Service port and appProtocol.
+func apiPorts(t *testing.T, objs map[string]*unstructured.Unstructured) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, p := range container(t, objs)["ports"].([]any) {
+		if p := p.(map[string]any); p["name"] == "api" {
+			out["container"] = p["containerPort"]
+		}
+	}
+	for _, p := range field(t, objs["Service/magnum-gitops"], "spec", "ports").([]any) {
+		if p := p.(map[string]any); p["name"] == "api" {
+			out["service"] = p["port"]
+			if ap, ok := p["appProtocol"]; ok {
+				out["appProtocol"] = ap
+			}
+		}
+	}
+	return out
+}
+
+// secretVolume is the Secret the Deployment's volume name holds, "" without that volume.
+func secretVolume(t *testing.T, dep *unstructured.Unstructured, name string) string {
+	t.Helper()
+	for _, v := range field(t, dep, "spec", "template", "spec", "volumes").([]any) {
+		if v := v.(map[string]any); v["name"] == name {
+			s, _ := v["secret"].(map[string]any)
+			n, _ := s["secretName"].(string)
+			return n
+		}
+	}
+	return ""
+}
+
+// TestRenderTLS: where the certificate comes from, and the explicit opt-out. The Secret is
+// <fullname>-tls unless tls.secretName names another, cert-manager issuing into the same;
+// tls.enabled=false serves plain HTTP on 8080, mounts no certificate and writes
+// serve.allow_plain_http, so that serve starts (and warns).
+func TestRenderTLS(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	issuer := map[string]any{"name": "magnum-ca", "kind": "ClusterIssuer"}
+	for _, tc := range []struct {
+		name        string
+		tls         map[string]any
+		secret      string // the TLS volume's and Certificate's Secret; "": none
+		certificate bool
+		ports       map[string]any
+		plain       bool // serve.allow_plain_http in the config
+	}{
+		{"an existing Secret by name", map[string]any{"secretName": "api-cert"}, "api-cert", false,
+			map[string]any{"container": float64(8443), "service": float64(8443), "appProtocol": "https"}, false},
+		{"cert-manager", map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": issuer}}, "magnum-gitops-tls", true,
+			map[string]any{"container": float64(8443), "service": float64(8443), "appProtocol": "https"}, false},
+		{"cert-manager into a named Secret", map[string]any{"secretName": "api-cert", "certManager": map[string]any{"enabled": true, "issuerRef": issuer}}, "api-cert", true,
+			map[string]any{"container": float64(8443), "service": float64(8443), "appProtocol": "https"}, false},
+		{"off", map[string]any{"enabled": false}, "", false,
+			map[string]any{"container": float64(8080), "service": float64(8080)}, true},
+		{"off, cert-manager ignored", map[string]any{"enabled": false, "certManager": map[string]any{"enabled": true, "issuerRef": issuer}}, "", false,
+			map[string]any{"container": float64(8080), "service": float64(8080)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			objs := objects(t, ch, "magnum-gitops", withTLS(requiredValues(), tc.tls))
+			if got := secretVolume(t, objs["Deployment/magnum-gitops"], "tls"); got != tc.secret {
+				t.Errorf("TLS volume from Secret %q, want %q", got, tc.secret)
+			}
+			cert := objs["Certificate/magnum-gitops"]
+			if (cert != nil) != tc.certificate {
+				t.Fatalf("Certificate rendered: %v, want %v", cert != nil, tc.certificate)
+			}
+			if cert != nil {
+				if s := field(t, cert, "spec", "secretName"); s != tc.secret {
+					t.Errorf("Certificate into Secret %v, want %s", s, tc.secret)
+				}
+			}
+			if got := apiPorts(t, objs); !reflect.DeepEqual(got, tc.ports) {
+				t.Errorf("API ports %v, want %v", got, tc.ports)
+			}
+			var cfg config.File
+			if err := yaml.Unmarshal([]byte(field(t, objs["ConfigMap/magnum-gitops"], "data", "config.yaml").(string)), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf(":%v", tc.ports["container"])
+			if cfg.Serve.Listen != want || cfg.Serve.AllowPlainHTTP != tc.plain || (cfg.Serve.TLS.CertFile != "") == tc.plain {
+				t.Errorf("serve: listen %q, allow_plain_http %v, tls %+v; want %s, %v", cfg.Serve.Listen, cfg.Serve.AllowPlainHTTP, cfg.Serve.TLS, want, tc.plain)
+			}
+		})
+	}
+}
+
+// notes renders the chart's NOTES.txt, what helm install prints.
+func notes(t *testing.T, ch *chart.Chart, values map[string]any) string {
+	t.Helper()
+	raw, err := json.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ReadValues(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.ClientOnly, install.DryRun, install.Replace = true, true, true
+	install.ReleaseName, install.Namespace = "magnum-gitops", "magnum-gitops"
+	kv := KubeVersion
+	install.KubeVersion = &kv
+	rel, err := install.Run(ch, vals.AsMap())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel.Info.Notes
+}
+
+// TestNotes: what helm install prints tells the operator how to get the certificate (a
+// cert-manager Certificate, else kubectl create secret tls), and the driver shim's
+// endpoint and ca_file; with TLS off it warns, and points the shim at the proxy in front.
+func TestNotes(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	lb := func(v map[string]any) map[string]any {
+		v["service"] = map[string]any{"type": "LoadBalancer"}
+		return v
+	}
+	for _, tc := range []struct {
+		name      string
+		values    map[string]any
+		want, not []string
+	}{
+		{"defaults", requiredValues(), []string{
+			"tls: Secret magnum-gitops-tls",
+			"kind: Certificate", "secretName: magnum-gitops-tls", "dnsNames: [magnum-gitops, magnum-gitops.magnum-gitops, magnum-gitops.magnum-gitops.svc]",
+			"kubectl -n magnum-gitops create secret tls magnum-gitops-tls --cert=tls.crt --key=tls.key",
+			"endpoint = https://magnum-gitops.magnum-gitops.svc:8443",
+			"ca_file = ", "get secret magnum-gitops-tls -o jsonpath='{.data.ca\\.crt}'",
+		}, []string{"WARNING", "http://"}},
+		{"cert-manager", withTLS(requiredValues(), map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "magnum-ca", "kind": "ClusterIssuer"}}}), []string{
+			"cert-manager issues the API's certificate into Secret magnum-gitops-tls", "ClusterIssuer magnum-ca",
+			"endpoint = https://magnum-gitops.magnum-gitops.svc:8443", "ca_file = ",
+		}, []string{"create secret tls", "WARNING"}},
+		{"a LoadBalancer", lb(requiredValues()), []string{
+			"endpoint = https://$(kubectl -n magnum-gitops get service magnum-gitops", "):8443", "tls.certManager.ipAddresses", "ca_file = ",
+		}, nil},
+		{"TLS off", withTLS(requiredValues(), map[string]any{"enabled": false}), []string{
+			"WARNING: tls.enabled=false", "plain HTTP on port 8080",
+			"endpoint = https://YOUR-TLS-TERMINATING-PROXY (forwarding to Service magnum-gitops, port 8080)", "ca_file = a file holding the CA that issued the proxy's certificate",
+		}, []string{"endpoint = http://", "create secret tls", "tls: Secret", "magnum-gitops-tls"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n := notes(t, ch, tc.values)
+			for _, w := range tc.want {
+				if !strings.Contains(n, w) {
+					t.Errorf("the notes lack %q:\n%s", w, n)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(n, w) {
+					t.Errorf("the notes hold %q:\n%s", w, n)
+				}
+			}
 		})
 	}
 }

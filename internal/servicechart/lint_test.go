@@ -8,8 +8,8 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 )
 
-// TestLint: `helm lint --strict` passes with each ci/ values file, and fails naming a
-// value of the wrong type.
+// TestLint: `helm lint --strict` passes with each ci/ values file and with TLS turned
+// off, and fails naming a value of the wrong type.
 func TestLint(t *testing.T) {
 	t.Parallel()
 	for _, f := range []string{"deploy-service-values.yaml", "all-options-values.yaml"} {
@@ -20,6 +20,12 @@ func TestLint(t *testing.T) {
 		for _, m := range msgs {
 			t.Logf("%s: %s", f, m)
 		}
+	}
+	// TLS is the default; its explicit opt-out lints as clean.
+	plain := ciValues(t, "deploy-service-values.yaml")
+	plain["tls"] = map[string]any{"enabled": false}
+	if msgs, err := Lint(root, "magnum-gitops", plain); err != nil {
+		t.Errorf("tls.enabled=false: %v %v", err, msgs)
 	}
 	// Helm's lint only logs a missing required value; a value of the wrong type it refuses.
 	bad := ciValues(t, "deploy-service-values.yaml")

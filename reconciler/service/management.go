@@ -132,7 +132,7 @@ func (s *Service) lookup(uuid string) (status.Report, error) {
 // and whether that includes revision (httpapi.Server.Applied).
 func (s *Service) applied(rec reconciler.ClusterRecord, revision string) (applied string, includes, known bool) {
 	if j := s.judgeOf(rec); j != nil {
-		return j.applied(rec.Namespace, revision)
+		return j.applied(rec, revision)
 	}
 	return "", false, false
 }
@@ -160,7 +160,7 @@ func (s *Service) requestUnapplied() int {
 		if m == nil || m.requester == nil || m.judge == nil || rec.Revision == "" || asked[m][rec.Namespace] {
 			continue
 		}
-		_, includes, known := m.judge.applied(rec.Namespace, rec.Revision)
+		_, includes, known := m.judge.applied(rec, rec.Revision)
 		if includes {
 			continue
 		}

@@ -71,6 +71,8 @@ type Options struct {
 	OnSecretsRemoved func(ctx context.Context, rec reconciler.ClusterRecord) error
 	Log              *slog.Logger
 	Registry         *prometheus.Registry
+	// Review follows the pull requests of review mode; nil without a forge.
+	Review *ReviewOptions
 	// Ready, when set, is closed once the service answers.
 	Ready chan<- string
 }
@@ -95,19 +97,10 @@ type Service struct {
 
 	// knownHealth is what Magnum was last told per cluster (uuid → report.Known).
 	knownHealth sync.Map
+	// reviews follows review mode's pull requests (nil without Options.Review).
+	reviews *reviews
 	// leading is set while this replica runs the leader's loops.
 	leading atomic.Bool
-}
-
-// includes reports whether the revision Flux applied ("<branch>@sha1:<commit>") includes
-// commit: the commit or a later one with it in its history (Flux fetches the branch head,
-// which a busy repository has moved past the commit by then), or a published branch's
-// head that publishes such a commit (gitrepo.Split). The local clone answers; a head it
-// has not fetched yet counts as not including, until the next push or fetch brings it.
-func (s *Service) includes(applied, commit string) bool {
-	branch, _, _ := strings.Cut(applied, "@")
-	ok, err := s.o.Sink.Repo.ContainsIn(branch, status.AppliedCommit(applied), commit)
-	return err == nil && ok
 }
 
 // Run starts the service and blocks until ctx ends; then new events get 503 and /readyz
@@ -185,13 +178,16 @@ func (s *Service) run(ctx context.Context) error {
 	if o.Poller != nil {
 		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.reconciler.Submit
 	}
+	if o.Review != nil && o.Review.Forge != nil {
+		s.reviews = newReviews(*o.Review, o.Log, s.mergedReview)
+	}
 	s.api = &httpapi.Server{Reconciler: s.reconciler, Clusters: s.clusters, Tokens: o.Tokens,
 		AcceptClientCerts: o.TLS != nil && o.TLS.ClientAuth >= tls.VerifyClientCertIfGiven,
 		MaxBodyBytes:      o.MaxBodyBytes, Log: o.Log, Refused: s.m.refused}
 	for _, m := range s.managed {
 		if m.Status != nil {
 			m.judge = &judge{src: m.Status, clusters: s.clusters, kustomization: m.Kustomization, options: o.StatusOptions,
-				includes: s.includes, ttl: 2 * time.Second}
+				carries: s.carries, review: s.reviews.review, ttl: 2 * time.Second}
 			if f := o.Pipeline.Config.Flux; f.PerNamespace() {
 				m.judge.perNamespace = f.SourceNamespace
 			}
@@ -254,6 +250,9 @@ func (s *Service) listen(ctx context.Context) ([]*http.Server, error) {
 	ops := api
 	if o.OpsListen != "" {
 		ops = http.NewServeMux()
+	}
+	if s.reviews != nil && s.reviews.o.Webhook != nil {
+		api.HandleFunc("POST /hooks/pull-requests", s.reviewWebhook)
 	}
 	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	ops.HandleFunc("GET /readyz", s.readyz)
@@ -507,6 +506,9 @@ func (s *Service) loops(ctx context.Context) {
 		}
 	}
 	loop(s.o.ResyncInterval, true, s.resync)
+	if s.reviews != nil {
+		loop(s.reviews.o.Interval, true, func(ctx context.Context) { s.reviews.supersede(ctx, s.clusters.All()) })
+	}
 	if s.o.Poller != nil {
 		wg.Go(func() { s.o.Poller.Run(ctx) })
 	}

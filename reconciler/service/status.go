@@ -18,11 +18,13 @@ type judge struct {
 	// perNamespace is the Flux namespace of the per-namespace layout's Kustomizations
 	// (status.Snapshot.PerNamespace); empty in the single layout.
 	perNamespace string
-	// includes tells whether a revision Flux applied includes a commit, from the
-	// repository's history (status.Options.Ancestry).
-	includes func(applied, revision string) bool
-	options  func(now time.Time) status.Options
-	ttl      time.Duration
+	// carries tells whether a revision Flux applied carries a cluster's commit
+	// (Service.carries, status.Options.Ancestry).
+	carries func(applied string, rec reconciler.ClusterRecord, commit string) bool
+	options func(now time.Time) status.Options
+	// review is the pull request that carries a cluster's event in review mode.
+	review func(ctx context.Context, rec reconciler.ClusterRecord) status.Review
+	ttl    time.Duration
 
 	mu    sync.Mutex
 	snap  *status.Snapshot
@@ -54,24 +56,24 @@ func (j *judge) snapshotAfter(ctx context.Context, t time.Time) (*status.Snapsho
 	return j.snap, j.err
 }
 
-// applied is the revision Flux last applied to a namespace, from its Kustomization, and
-// whether that includes revision (httpapi.Server.Applied).
-func (j *judge) applied(namespace, revision string) (applied string, includes, known bool) {
+// applied is the revision Flux last applied to a cluster's namespace, from its
+// Kustomization, and whether that carries commit (httpapi.Server.Applied).
+func (j *judge) applied(rec reconciler.ClusterRecord, commit string) (applied string, includes, known bool) {
 	snap, err := j.snapshot(context.Background())
 	if err != nil || snap == nil {
 		return "", false, false
 	}
-	return snap.Applied(namespace, revision, status.Options{Ancestry: j.ancestry(snap, namespace, revision)})
+	return snap.Applied(rec.Namespace, commit, status.Options{Ancestry: j.ancestry(snap, rec, commit)})
 }
 
-// ancestry reads from the repository's history whether the revision Flux last applied to
-// namespace includes revision, for the judgement to take as data.
-func (j *judge) ancestry(snap *status.Snapshot, namespace, revision string) status.Ancestry {
-	applied, known := snap.LastApplied(namespace)
-	if !known || applied == "" || revision == "" || j.includes == nil {
+// ancestry reads from the repository whether the revision Flux last applied to the
+// cluster's namespace carries commit, for the judgement to take as data.
+func (j *judge) ancestry(snap *status.Snapshot, rec reconciler.ClusterRecord, commit string) status.Ancestry {
+	applied, known := snap.LastApplied(rec.Namespace)
+	if !known || applied == "" || commit == "" || j.carries == nil {
 		return status.Ancestry{}
 	}
-	return status.Ancestry{Applied: applied, Includes: j.includes(applied, revision)}
+	return status.Ancestry{Applied: applied, Includes: j.carries(applied, rec, commit)}
 }
 
 // evaluate judges one cluster from a snapshot taken after its last event arrived (a
@@ -85,7 +87,10 @@ func (j *judge) evaluate(ctx context.Context, rec reconciler.ClusterRecord) stat
 		return status.Unreadable(v, err)
 	}
 	opts := status.OptionsFor(rec.Event, j.options(time.Now()))
-	opts.Ancestry = j.ancestry(snap, rec.Namespace, rec.Revision)
+	opts.Ancestry = j.ancestry(snap, rec, rec.Revision)
+	if j.review != nil {
+		opts.Review = j.review(ctx, rec)
+	}
 	return status.Evaluate(v, snap.Objects(v), opts)
 }
 

@@ -303,6 +303,9 @@ type harness struct {
 	// fluxPath is the directory this management cluster's Kustomization applies: the
 	// configuration's flux.path, or one management cluster's path (regions_test.go).
 	fluxPath string
+	// review runs serve in review mode against a real Gitea (review_test.go): the
+	// repository is Gitea's, serve pushes and opens pull requests as its bot.
+	review *reviewSetup
 }
 
 // harnessOption adjusts a harness before it starts.
@@ -709,7 +712,7 @@ func (h *harness) writeMagnumConfig() {
 			"branch":    "main",
 			"cache_dir": filepath.Join(h.work, "magnum-gitops-cache"),
 			"author":    map[string]any{"name": "magnum-gitops e2e", "email": "e2e@magnum-gitops.invalid"},
-			"auth":      map[string]any{"username": gitUser, "password_file": pw},
+			"auth":      map[string]any{"username": h.gitUsername(), "password_file": pw},
 		},
 		"sops": map[string]any{
 			"age_recipients":  []string{id.Recipient().String()},
@@ -718,6 +721,9 @@ func (h *harness) writeMagnumConfig() {
 	}
 	if h.valuesOverlay != nil {
 		cfg["values_overlay"] = h.valuesOverlay
+	}
+	if h.review != nil {
+		cfg["git"].(map[string]any)["review"] = h.review.config(t, h.work)
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -750,10 +756,12 @@ func (h *harness) commitEvent(eventFile string) string {
 type eventAnswer struct {
 	Outcome  string `json:"outcome"`
 	Revision string `json:"revision"`
-	StackID  string `json:"stack_id"`
-	Error    string `json:"error"`
-	Code     string `json:"code"`
-	Message  string `json:"message"`
+	// PullRequest is the pull request that carries the event in review mode.
+	PullRequest string `json:"pull_request"`
+	StackID     string `json:"stack_id"`
+	Error       string `json:"error"`
+	Code        string `json:"code"`
+	Message     string `json:"message"`
 }
 
 // postEvent sends one event file to serve and fails the test on any answer but 200.
@@ -1002,7 +1010,7 @@ func (h *harness) applyDeployManifests() {
 	// The Secrets the manifests reference: Git credentials and the age identity.
 	if err := h.c.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: gitSecretName, Namespace: fluxNamespace},
-		StringData: map[string]string{"username": gitUser, "password": h.gitPassword},
+		StringData: map[string]string{"username": h.gitUsername(), "password": h.gitPassword},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -1113,7 +1121,7 @@ func (h *harness) publisher() *gitrepo.Repo {
 	if h.published == nil {
 		cfg := generator.DefaultConfig()
 		cfg.Flux.Path = h.fluxPath
-		r, err := gitrepo.Open(h.ctx, gitrepo.Options{URL: h.gitURL, Auth: gitrepo.Auth{Username: gitUser, Password: h.gitPassword},
+		r, err := gitrepo.Open(h.ctx, gitrepo.Options{URL: h.gitURL, Auth: gitrepo.Auth{Username: h.gitUsername(), Password: h.gitPassword},
 			Author: gitrepo.Signature{Name: "magnum-gitops", Email: "magnum-gitops@localhost"},
 			Split:  &gitrepo.Split{Prefix: magnum.PublishedBranchPrefix, Part: cfg.PublishedPart, Dirs: cfg.PublishedDirs}})
 		if err != nil {

@@ -22,6 +22,7 @@ import os
 import pwd
 import secrets
 import shutil
+import ssl
 import threading
 import time
 import urllib.request
@@ -37,6 +38,7 @@ import yaml
 
 from fluxcapi import FluxCAPIStandIn
 from management import ManagementCluster
+import pki
 from gitserver import GitServer, USER as GIT_USER
 from procs import PYTHON, Process, amqp_ready, free_port, http_status, run, wait_for
 import shimtests
@@ -146,6 +148,7 @@ trustee_keystone_interface = public
 region_name = {region}
 [gitops]
 endpoint = {serve_url}
+ca_file = {serve_ca_file}
 token_file = {serve_token_file}
 """
 
@@ -502,8 +505,18 @@ class Stack(object):
                      "password": self.passwords["magnum-gitops"], "project_name": "service",
                      "user_domain_name": "Default", "project_domain_name": "Default"},
             "region_name": REGION, "interface": "public", "identity_api_version": 3}}}))
-        self.serve_port = free_port()
-        self.serve_url = "http://127.0.0.1:%d" % self.serve_port
+        self.serve_port, self.ops_port = free_port(), free_port()
+        # The event API over TLS, as deployed (docs/service.md): a CA the shim trusts
+        # ([gitops] ca_file) issued serve's certificate; /readyz and /metrics on the plain
+        # ops listener.
+        os.makedirs(os.path.join(d, "tls"))
+        self.serve_ca = pki.CA("magnum-gitops e2e CA")
+        self.serve_ca_file = self.serve_ca.write(os.path.join(d, "tls", "ca.crt"))
+        cert, key = self.serve_ca.issue(os.path.join(d, "tls", "tls.crt"), os.path.join(d, "tls", "tls.key"))
+        self.wrong_ca_file = pki.CA("another CA").write(os.path.join(d, "tls", "wrong-ca.crt"))
+        self.serve_tls = ssl.create_default_context(cafile=self.serve_ca_file)
+        self.serve_url = "https://127.0.0.1:%d" % self.serve_port
+        self.ops_url = "http://127.0.0.1:%d" % self.ops_port
         self.objects_file = os.path.join(d, "objects.yaml")
         config = {
             "git": {"url": self.git.url, "auth": {"username": GIT_USER,
@@ -511,6 +524,8 @@ class Stack(object):
                     "author": {"name": "magnum-gitops", "email": "magnum-gitops@e2e.invalid"}},
             "sops": {"age_recipients": [recipient], "digest_key_file": digest},
             "serve": {"listen": "127.0.0.1:%d" % self.serve_port,
+                      "ops_listen": "127.0.0.1:%d" % self.ops_port,
+                      "tls": {"cert_file": cert, "key_file": key},
                       "token_files": [self.serve_token_file]},
             "openstack": {"cloud": "magnum-gitops", "clouds_file": clouds, "region": REGION},
         }
@@ -534,14 +549,14 @@ class Stack(object):
 
     def _wait_serve(self):
         # /readyz: the Git remote answered and the status source synced.
-        wait_for("serve", lambda: http_status(self.serve_url + "/readyz") == 200, 60,
+        wait_for("serve", lambda: http_status(self.ops_url + "/readyz") == 200, 60,
                  self.serve, 0.1)
 
     def serve_get(self, path):
         req = urllib.request.Request(self.serve_url + path,
                                      headers={"Authorization": "Bearer " + self.serve_token})
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
+            with urllib.request.urlopen(req, timeout=10, context=self.serve_tls) as r:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
@@ -578,7 +593,7 @@ class Stack(object):
         return out
 
     def metrics(self):
-        with urllib.request.urlopen(self.serve_url + "/metrics", timeout=10) as r:
+        with urllib.request.urlopen(self.ops_url + "/metrics", timeout=10) as r:
             return r.read().decode()
 
     # Magnum --------------------------------------------------------------------------------
@@ -594,7 +609,8 @@ class Stack(object):
             db_password=self.passwords["magnum-db"], db_port=self.db_port,
             magnum_auth=authtoken(self.auth_url, "magnum", self.passwords["magnum"]),
             domain_admin_password=self.passwords["magnum_domain_admin"], region=REGION,
-            serve_url=self.serve_url, serve_token_file=self.serve_token_file))
+            serve_url=self.serve_url, serve_ca_file=self.serve_ca_file,
+            serve_token_file=self.serve_token_file))
         conf = ["--config-file", self.magnum_conf]
         run(["/usr/bin/magnum-db-manage"] + conf + ["upgrade"], cwd=d)
         # The shim, installed from its wheel into driver_site, is on both processes' path.
@@ -628,6 +644,16 @@ class Stack(object):
         """serve with the same configuration (its repository read from the remote again)."""
         self.serve = self._again(self.serve)
         self._wait_serve()
+
+    def trust_ca(self, ca_file):
+        """magnum.conf's [gitops] ca_file set to ca_file, and the conductor restarted to
+        read it (the shim reads its options once, at start, as every Magnum driver)."""
+        with open(self.magnum_conf) as f:
+            lines = f.read().splitlines(True)
+        with open(self.magnum_conf, "w") as f:
+            f.writelines("ca_file = %s\n" % ca_file if ln.startswith("ca_file = ") else ln
+                         for ln in lines)
+        self.restart_conductor()
 
     def restart_conductor(self, kill=False):
         """magnum-conductor stopped (SIGTERM, or SIGKILL) and started again; returns once

@@ -191,3 +191,49 @@ def test_06_delete_and_every_event_once(stack, cli, cluster):
     assert ops == [op["operation"] for op in S.operations] + [
         "delete_cluster_secrets", "delete_cluster_complete"], ops
     cli("coe", "cluster", "template", "delete", TEMPLATE)
+
+
+def test_07_create_with_a_wrong_ca_file(stack, cli):
+    """The shim verifies serve's certificate with [gitops] ca_file: with a CA that did not
+    issue it, the create fails at once with a reason an operator reads (TLS, the URL, the
+    verification failure), and no event reaches serve; with the right CA again, the next
+    operation goes through."""
+    stack.trust_ca(stack.wrong_ca_file)
+    try:
+        cli("coe", "cluster", "template", "create", TEMPLATE + "-ca", "--coe", "kubernetes",
+            "--image", IMAGE, "--external-network", "public", "--fixed-network", "private",
+            "--fixed-subnet", "private-subnet", "--flavor", "m1.medium", "--master-flavor",
+            "m1.large", "--keypair", KEYPAIR, "--labels", "capi_helm_chart_version=0.27.0")
+        events = len(stack.serve_events())
+        t0 = time.time()
+        uuid = OpenStackCLI.accepted_uuid(cli("coe", "cluster", "create", NAME + "-ca",
+                                              "--cluster-template", TEMPLATE + "-ca",
+                                              "--master-count", "1", "--node-count", "1"))
+        deadline = time.monotonic() + 60
+        while True:
+            c = cli("coe", "cluster", "show", uuid, "-f", "json")
+            if c["status"] != "CREATE_IN_PROGRESS":
+                break
+            assert time.monotonic() < deadline, c
+            time.sleep(1)
+        assert c["status"] == "CREATE_FAILED", c
+        reason = c["status_reason"]
+        for words in ("TLS with magnum-gitops at " + stack.serve_url + " failed",
+                      "CERTIFICATE_VERIFY_FAILED"):
+            assert words in reason, reason
+        assert len(stack.serve_events()) == events, "an event reached serve over TLS it could not verify"
+        assert time.time() - t0 < 30, "the shim retried a certificate failure"
+    finally:
+        stack.trust_ca(stack.serve_ca_file)
+    # The right CA again: the failed cluster's delete goes through serve.
+    t1 = time.time()
+    cli("coe", "cluster", "delete", uuid)
+    deadline = time.monotonic() + 90
+    while True:
+        rc, out, _ = cli.run("coe", "cluster", "show", uuid, "-f", "json")
+        if rc != 0:
+            break
+        assert time.monotonic() < deadline, out
+        time.sleep(1)
+    assert wait_event(stack, uuid, "delete_cluster", t1)["outcome"] in ("committed", "unchanged")
+    cli("coe", "cluster", "template", "delete", TEMPLATE + "-ca")

@@ -49,13 +49,23 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "magnum-gitops.tlsDir" -}}/etc/magnum-gitops/tls{{- end -}}
 {{- define "magnum-gitops.cacheDir" -}}/var/cache/magnum-gitops{{- end -}}
 
-{{/* The TLS Secret: cert-manager's, or an existing one. */}}
+{{/*
+The TLS Secret (kubernetes.io/tls): tls.secretName, else <fullname>-tls; the one
+cert-manager issues into with tls.certManager.enabled, or one the operator creates.
+*/}}
 {{- define "magnum-gitops.tlsSecretName" -}}
-{{- if .Values.tls.certManager.enabled -}}
-{{- printf "%s-tls" (include "magnum-gitops.fullname" .) -}}
-{{- else -}}
-{{- required "tls.secretName: an existing kubernetes.io/tls Secret is required with tls.enabled (or set tls.certManager.enabled)" .Values.tls.secretName -}}
+{{- .Values.tls.secretName | default (printf "%s-tls" (include "magnum-gitops.fullname" .)) -}}
 {{- end -}}
+
+{{/*
+The API's port in the pod: 8443 for HTTPS, 8080 for plain HTTP (tls.enabled=false). The
+Service's is service.port, else the same.
+*/}}
+{{- define "magnum-gitops.apiContainerPort" -}}
+{{- ternary 8443 8080 .Values.tls.enabled -}}
+{{- end -}}
+{{- define "magnum-gitops.apiServicePort" -}}
+{{- .Values.service.port | default (include "magnum-gitops.apiContainerPort" .) -}}
 {{- end -}}
 
 {{/*
@@ -94,7 +104,8 @@ Those keys are refused in .Values.config, naming the value that sets them.
 {{- define "magnum-gitops.config" -}}
 {{- $cfg := deepCopy (.Values.config | default dict) -}}
 {{- $owned := dict
-  "serve.listen" "the pod's api port, 8080"
+  "serve.listen" "the pod's api port: 8443, 8080 with tls.enabled=false"
+  "serve.allow_plain_http" "tls.enabled=false"
   "serve.ops_listen" "the pod's ops port, 8081"
   "serve.token_files" "secrets.apiToken"
   "serve.tls" "tls.enabled"
@@ -148,7 +159,7 @@ Those keys are refused in .Values.config, naming the value that sets them.
 {{- $_ := set $cfg "openstack" $os -}}
 {{- end -}}
 {{- $serve := get $cfg "serve" | default dict -}}
-{{- $_ := set $serve "listen" ":8080" -}}
+{{- $_ := set $serve "listen" (printf ":%s" (include "magnum-gitops.apiContainerPort" .)) -}}
 {{- $_ := set $serve "ops_listen" ":8081" -}}
 {{- $_ := set $serve "token_files" (list (get $files "api-token")) -}}
 {{- $_ := set $serve "leader_election" (dict "namespace" .Release.Namespace "name" (default (include "magnum-gitops.fullname" .) .Values.leaderElection.leaseName)) -}}
@@ -157,6 +168,10 @@ Those keys are refused in .Values.config, naming the value that sets them.
 {{- $tls := dict "cert_file" (printf "%s/tls.crt" $tlsDir) "key_file" (printf "%s/tls.key" $tlsDir) -}}
 {{- if .Values.tls.clientCA }}{{ $_ := set $tls "client_ca_file" (printf "%s/ca.crt" $tlsDir) }}{{ end -}}
 {{- $_ := set $serve "tls" $tls -}}
+{{- else -}}
+{{- /* The explicit opt-out: plain HTTP on every address of the pod, for a TLS-terminating
+proxy or ingress in front; serve logs a warning at start. */ -}}
+{{- $_ := set $serve "allow_plain_http" true -}}
 {{- end -}}
 {{- $_ := set $cfg "serve" $serve -}}
 {{- toYaml $cfg -}}
