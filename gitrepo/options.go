@@ -3,14 +3,10 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
-	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // Options configures a Repo.
@@ -52,6 +48,9 @@ type Options struct {
 	// corrupt CacheDir that was discarded and cloned again. The package logs nothing
 	// itself. It is called with the Repo's locks held: it must not call the Repo.
 	Warn func(msg string)
+	// AuthRefused, when set, hears of an SSH key or known hosts file that changed into one
+	// that does not load (the last good one stays in use), instead of Warn.
+	AuthRefused func(err error)
 }
 
 // History is how much of Branch's history a clone holds. Its first fetch takes the newest
@@ -71,13 +70,19 @@ type Signature struct {
 }
 
 // Auth holds the credentials of one remote. Set at most one of Password, Token and
-// SSHKeyFile.
+// SSHKeyFile (with Credential counting as a Password). An SSH key or known hosts file
+// that changes is read again at the next connection; a new one that does not load keeps
+// the last good one, and Options.AuthRefused (or Warn) hears of it.
 type Auth struct {
 	// Username for basic auth (default "git" with a Token).
 	Username string
 	Password string
 	// Token is an access token, sent as the basic-auth password.
 	Token string
+	// Credential, when set, gives the password or token at each request instead of
+	// Password and Token: a credential rotated where the caller reads it (a mounted Secret)
+	// is used from the next fetch or push on, without reopening the Repo.
+	Credential func() string
 	// SSHKeyFile is a private key for ssh remotes; KnownHostsFile is required with it.
 	SSHKeyFile       string
 	SSHKeyPassphrase string
@@ -111,6 +116,9 @@ func (o *Options) Validate() error {
 		if s != "" {
 			n++
 		}
+	}
+	if o.Auth.Credential != nil {
+		n++
 	}
 	if n > 1 {
 		errs = append(errs, errors.New("auth: set one of password, token and ssh_key_file"))
@@ -147,40 +155,4 @@ func (o *Options) Validate() error {
 		o.Now = time.Now
 	}
 	return errors.Join(errs...)
-}
-
-// authMethod turns Auth into a go-git transport.AuthMethod.
-func (a Auth) authMethod(ep *transport.Endpoint) (transport.AuthMethod, error) {
-	switch {
-	case a.SSHKeyFile != "":
-		user := a.Username
-		if user == "" {
-			user = ep.User
-		}
-		if user == "" {
-			user = "git"
-		}
-		keys, err := gitssh.NewPublicKeysFromFile(user, a.SSHKeyFile, a.SSHKeyPassphrase)
-		if err != nil {
-			return nil, fmt.Errorf("auth.ssh_key_file: %w", err)
-		}
-		if _, err := os.Stat(a.KnownHostsFile); err != nil {
-			return nil, fmt.Errorf("auth.known_hosts_file: %w", err)
-		}
-		cb, err := knownhosts.New(a.KnownHostsFile)
-		if err != nil {
-			return nil, fmt.Errorf("auth.known_hosts_file: %w", err)
-		}
-		keys.HostKeyCallback = cb
-		return keys, nil
-	case a.Token != "":
-		user := a.Username
-		if user == "" {
-			user = "git"
-		}
-		return &githttp.BasicAuth{Username: user, Password: a.Token}, nil
-	case a.Password != "" || a.Username != "":
-		return &githttp.BasicAuth{Username: a.Username, Password: a.Password}, nil
-	}
-	return nil, nil
 }

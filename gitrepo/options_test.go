@@ -54,13 +54,19 @@ type sshGitServer struct {
 
 func newSSHGitServer(t *testing.T, root string, clientKey ssh.PublicKey) *sshGitServer {
 	t.Helper()
+	return newSSHGitServerFunc(t, root, func(k ssh.PublicKey) bool { return string(k.Marshal()) == string(clientKey.Marshal()) })
+}
+
+// newSSHGitServerFunc is newSSHGitServer accepting the client keys accept says yes to.
+func newSSHGitServerFunc(t *testing.T, root string, accept func(ssh.PublicKey) bool) *sshGitServer {
+	t.Helper()
 	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
 	hostKey, err := ssh.NewSignerFromKey(hostPriv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
-		if string(k.Marshal()) == string(clientKey.Marshal()) {
+		if accept(k) {
 			return nil, nil
 		}
 		return nil, errors.New("unknown key")

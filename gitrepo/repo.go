@@ -56,7 +56,7 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	auth, err := opts.Auth.authMethod(ep)
+	auth, err := opts.Auth.authMethod(ep, opts.authRefused())
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,8 @@ func TestOpenHistorySince(t *testing.T) {
 func TestBadRemotes(t *testing.T) {
 	t.Parallel()
 	s := newGitServer(t)
-	s.user, s.password = "magnum", "right-password"
+	s.user = "magnum"
+	s.setPassword("right-password")
 	url := s.newRepo("r", true)
 	head := func() string { return strings.TrimSpace(git(t, s.dir("r"), "rev-parse", "main")) }
 	before := head()
@@ -158,7 +159,7 @@ type gitServer struct {
 	root     string
 	addr     string
 	user     string
-	password string
+	password atomic.Pointer[string]
 	corrupt  atomic.Bool
 	mu       sync.Mutex
 	srv      *http.Server
@@ -166,6 +167,9 @@ type gitServer struct {
 	// pushes counts receive-pack POSTs: one per push.
 	pushes atomic.Int64
 }
+
+// setPassword is the basic-auth password the server accepts from now on.
+func (s *gitServer) setPassword(p string) { s.password.Store(&p) }
 
 // git runs the git CLI in dir (gitserver.Git).
 func git(t testing.TB, dir string, args ...string) string {
@@ -199,7 +203,7 @@ func (s *gitServer) handler() http.Handler {
 		}
 		if s.user != "" {
 			u, p, ok := r.BasicAuth()
-			if !ok || u != s.user || p != s.password {
+			if !ok || u != s.user || p != *s.password.Load() {
 				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
 				return

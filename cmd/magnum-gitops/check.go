@@ -115,7 +115,7 @@ func checksOf(file *config.File, kubeconfig string) []check {
 	}
 	if r := file.Git.Review; r.Gitea != nil || r.GitHub != nil {
 		checks = append(checks, check{name: "forge", run: func(ctx context.Context) (string, error) {
-			f, err := r.OpenForge()
+			f, err := r.OpenForge(nil)
 			if err != nil {
 				return "", err
 			}
@@ -133,7 +133,7 @@ func envSet(key string) bool { return os.Getenv(key) != "" }
 // checkGit fetches the branch's newest commit, with the configuration's credentials, into
 // memory.
 func checkGit(ctx context.Context, file *config.File) (string, error) {
-	opts, err := file.Git.Options()
+	opts, err := file.Git.Options(nil)
 	if err != nil {
 		return "", err
 	}

@@ -15,7 +15,13 @@ import (
 // the CA bundle resolver, and the Secret policy (--insecure-plaintext-secrets allows
 // plaintext only where no SOPS recipient is configured).
 func pipeline(f *config.File, insecurePlaintext bool) (*reconciler.Pipeline, error) {
-	enc, err := encrypter(&f.Sops)
+	return openPipeline(f, insecurePlaintext, nil)
+}
+
+// openPipeline is pipeline telling refused of a rotated recipients file that does not
+// load (serve's metric).
+func openPipeline(f *config.File, insecurePlaintext bool, refused config.Refused) (*reconciler.Pipeline, error) {
+	enc, err := encrypter(&f.Sops, refused)
 	if err != nil {
 		return nil, err
 	}
@@ -30,12 +36,19 @@ func pipeline(f *config.File, insecurePlaintext bool) (*reconciler.Pipeline, err
 
 // gitSink opens the configured repository.
 func gitSink(ctx context.Context, f *config.File) (*reconciler.GitSink, error) {
-	opts, err := f.Git.Options()
+	return openGitSink(ctx, f, nil)
+}
+
+// openGitSink is gitSink telling refused of a rotated credential file that does not
+// load (serve's metric); the one-shot commands have no one to tell.
+func openGitSink(ctx context.Context, f *config.File, refused config.Refused) (*reconciler.GitSink, error) {
+	opts, err := f.Git.Options(refused)
 	if err != nil {
 		return nil, err
 	}
 	// The on-disk cache heals itself; say so once in the log.
 	opts.Warn = func(msg string) { slog.Warn(msg, "component", "gitrepo") }
+	opts.AuthRefused = refused.Of("git_auth")
 	if f.Flux.Layout == generator.LayoutBranchPerNamespace {
 		opts.Split = &gitrepo.Split{Prefix: magnum.PublishedBranchPrefix, Part: f.Config.PublishedPart, Dirs: f.Config.PublishedDirs}
 	}

@@ -20,12 +20,12 @@ import (
 // forge. A token the forge refuses, a repository it does not show or one the token may
 // not push to is bad configuration, refused before serve starts; a forge that does not
 // answer now is only logged: it may be back by the first event.
-func reviewOptions(ctx context.Context, file *config.File, log *slog.Logger) (*service.ReviewOptions, error) {
+func reviewOptions(ctx context.Context, file *config.File, refused config.Refused, log *slog.Logger) (*service.ReviewOptions, error) {
 	r := file.Git.Review
 	if r.BranchTemplate == "" {
 		return nil, nil
 	}
-	f, err := r.OpenForge()
+	f, err := r.OpenForge(refused)
 	if err != nil || f == nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func reviewOptions(ctx context.Context, file *config.File, log *slog.Logger) (*s
 			parse = forge.ParseGitHubWebhook
 		}
 		o.Webhook = func(header map[string][]string, body []byte) (string, string, error) {
-			ev, err := parse(secret, http.Header(header), body)
+			ev, err := parse([]byte(secret.Value()), http.Header(header), body)
 			return ev.URL, ev.Delivery, err
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 
@@ -10,11 +11,22 @@ import (
 )
 
 // encrypter builds the SOPS encrypter of a configuration; nil when no recipient is set.
-func encrypter(c *config.Sops) (*sopsenc.Encrypter, error) {
-	if len(c.AgeRecipients) == 0 {
+// With sops.age_recipients_file the recipients are read again when the file changes;
+// refused hears of a change that does not load.
+func encrypter(c *config.Sops, refused config.Refused) (*sopsenc.Encrypter, error) {
+	o := sopsenc.Options{AgeRecipients: c.AgeRecipients}
+	switch {
+	case c.AgeRecipientsFile != "" && len(c.AgeRecipients) > 0:
+		return nil, config.Invalid(errors.New("sops: set age_recipients or age_recipients_file, not both"))
+	case c.AgeRecipientsFile != "":
+		f, err := config.OpenRecipientsFile(c.AgeRecipientsFile, refused.Of("age_recipients"))
+		if err != nil {
+			return nil, config.Invalid(err)
+		}
+		o.RecipientsFunc = f.Recipients
+	case len(c.AgeRecipients) == 0:
 		return nil, nil
 	}
-	o := sopsenc.Options{AgeRecipients: c.AgeRecipients}
 	if c.DigestKeyFile != "" {
 		b, err := os.ReadFile(c.DigestKeyFile)
 		if err != nil {

@@ -125,7 +125,9 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		log.Warn("serving the event API in plain HTTP on an address other than loopback, as serve.allow_plain_http allows: "+
 			"only a TLS-terminating proxy or ingress in front keeps events' secrets off the network", "listen", listen)
 	}
-	p, err := pipeline(file, o.insecurePlaintext)
+	reg := serveRegistry(info)
+	refused := reloadRefusals(reg, log)
+	p, err := openPipeline(file, o.insecurePlaintext, refused)
 	if err != nil {
 		return err
 	}
@@ -148,12 +150,10 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		file.Git.CacheDir = dir
 		log.Info("git: the clone is kept in a temporary directory, removed at exit; set git.cache_dir to keep it across restarts", "dir", dir)
 	}
-	sink, err := gitSink(ctx, file)
+	sink, err := openGitSink(ctx, file, refused)
 	if err != nil {
 		return err
 	}
-	reg := serveRegistry(info)
-	refused := reloadRefusals(reg, log)
 	var tokens httpapi.TokenSource
 	if len(file.Serve.TokenFiles) > 0 {
 		if tokens, err = config.OpenTokenFiles(file.Serve.TokenFiles, refused("token_files")); err != nil {
@@ -171,7 +171,7 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		ShutdownDelay:  o.shutdownDelayFrom(&file.Serve),
 		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log, Registry: reg,
 		StatusOptions: serveStatusOptions(&file.Serve)}
-	if so.Review, err = reviewOptions(ctx, file, log); err != nil {
+	if so.Review, err = reviewOptions(ctx, file, refused, log); err != nil {
 		return config.Invalid(err)
 	}
 	if err := o.management(ctx, file, &so); err != nil {

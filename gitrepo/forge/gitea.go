@@ -20,6 +20,9 @@ type Gitea struct {
 	Owner, Repo string
 	// Token is an access token with write access to the repository.
 	Token string
+	// TokenFunc, when set, gives the token at each request instead of Token: a token
+	// rotated where the caller reads it is used at once.
+	TokenFunc func() string
 	// Client defaults to http.DefaultClient.
 	Client *http.Client
 }
@@ -232,11 +235,18 @@ func giteaMessage(body []byte) string {
 
 func (g *Gitea) call(method, u string, body any) forgeCall {
 	c := forgeCall{forge: "gitea", client: g.Client, method: method, url: u,
-		headers: map[string]string{"Authorization": "token " + g.Token, "Accept": "application/json"}}
+		headers: map[string]string{"Authorization": "token " + g.token(), "Accept": "application/json"}}
 	c.body = body
 	return c
 }
 
 func (g *Gitea) path(rest string) string {
 	return strings.TrimRight(g.BaseURL, "/") + "/api/v1/repos/" + url.PathEscape(g.Owner) + "/" + url.PathEscape(g.Repo) + "/" + rest
+}
+
+func (g *Gitea) token() string {
+	if g.TokenFunc != nil {
+		return g.TokenFunc()
+	}
+	return g.Token
 }

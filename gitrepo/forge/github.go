@@ -23,6 +23,9 @@ type GitHub struct {
 	Owner, Repo string
 	// Token is a token allowed to create pull requests, sent as a Bearer token.
 	Token string
+	// TokenFunc, when set, gives the token at each request instead of Token: a token
+	// rotated where the caller reads it is used at once.
+	TokenFunc func() string
 	// Client defaults to http.DefaultClient.
 	Client *http.Client
 }
@@ -201,7 +204,7 @@ func (g *GitHub) get(ctx context.Context, u, what string, out any) error {
 
 func (g *GitHub) call(method, u string, body any) forgeCall {
 	c := forgeCall{forge: "github", client: g.Client, method: method, url: u, headers: map[string]string{
-		"Authorization":        "Bearer " + g.Token,
+		"Authorization":        "Bearer " + g.token(),
 		"Accept":               "application/vnd.github+json",
 		"X-GitHub-Api-Version": "2022-11-28",
 	}}
@@ -219,4 +222,11 @@ func (g *GitHub) repoPath(rest string) string {
 		base = "https://api.github.com"
 	}
 	return strings.TrimRight(base, "/") + "/repos/" + url.PathEscape(g.Owner) + "/" + url.PathEscape(g.Repo) + "/" + rest
+}
+
+func (g *GitHub) token() string {
+	if g.TokenFunc != nil {
+		return g.TokenFunc()
+	}
+	return g.Token
 }

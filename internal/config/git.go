@@ -98,12 +98,13 @@ type ReviewForge struct {
 		Check(ctx context.Context) error
 	}
 	// WebhookSecret signs the forge's webhook deliveries; nil without webhook_secret_file.
-	WebhookSecret []byte
+	WebhookSecret *SecretFile
 }
 
-// OpenForge reads the token and webhook secret files of the forge git.review names; nil
+// OpenForge reads the token and webhook secret files of the forge git.review names, and
+// reads each again when it changes (refused hears of a change that does not load); nil
 // when it names none.
-func (r GitReview) OpenForge() (*ReviewForge, error) {
+func (r GitReview) OpenForge(refused Refused) (*ReviewForge, error) {
 	var f *Forge
 	out := &ReviewForge{}
 	switch {
@@ -117,40 +118,24 @@ func (r GitReview) OpenForge() (*ReviewForge, error) {
 		return nil, nil
 	}
 	field := "git.review." + out.Kind
-	tok, err := readSecretFile(field+".token_file", f.TokenFile)
+	if f.TokenFile == "" {
+		return nil, &v1alpha1.FieldError{Field: field + ".token_file", Message: "required"}
+	}
+	tok, err := OpenSecretFile(field+".token_file", f.TokenFile, refused.Of("forge_token"))
 	if err != nil {
 		return nil, err
 	}
-	secret, err := readSecretFile(field+".webhook_secret_file", f.WebhookSecretFile)
-	if err != nil {
-		return nil, err
-	}
-	if secret != "" {
-		out.WebhookSecret = []byte(secret)
+	if f.WebhookSecretFile != "" {
+		if out.WebhookSecret, err = OpenSecretFile(field+".webhook_secret_file", f.WebhookSecretFile, refused.Of("webhook_secret")); err != nil {
+			return nil, err
+		}
 	}
 	if out.Kind == "gitea" {
-		out.Client = &forge.Gitea{BaseURL: f.URL, Owner: f.Owner, Repo: f.Repo, Token: tok}
+		out.Client = &forge.Gitea{BaseURL: f.URL, Owner: f.Owner, Repo: f.Repo, TokenFunc: tok.Value}
 	} else {
-		out.Client = &forge.GitHub{BaseURL: f.URL, Owner: f.Owner, Repo: f.Repo, Token: tok}
+		out.Client = &forge.GitHub{BaseURL: f.URL, Owner: f.Owner, Repo: f.Repo, TokenFunc: tok.Value}
 	}
 	return out, nil
-}
-
-// readSecretFile reads a credential from a file. An empty file is an error: it would
-// otherwise mean anonymous access without anyone noticing.
-func readSecretFile(field, path string) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", &v1alpha1.FieldError{Field: field, Message: err.Error()}
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", &v1alpha1.FieldError{Field: field, Message: path + " is empty"}
-	}
-	return s, nil
 }
 
 // checkGitURL refuses a repository URL that carries a user, password or token (see
@@ -172,7 +157,7 @@ func checkGitURL(raw string) error {
 }
 
 // Options builds gitrepo.Options from the section, reading the credentials its files hold.
-func (g *Git) Options() (gitrepo.Options, error) {
+func (g *Git) Options(refused Refused) (gitrepo.Options, error) {
 	if g.URL == "" {
 		return gitrepo.Options{}, &v1alpha1.FieldError{Field: "git.url", Message: "required to commit (see docs/configuration.md)"}
 	}
@@ -191,13 +176,21 @@ func (g *Git) Options() (gitrepo.Options, error) {
 	if o.Author.Name == "" {
 		o.Author = gitrepo.Signature{Name: "magnum-gitops", Email: "magnum-gitops@localhost"}
 	}
-	var err error
 	o.Auth.Username, o.Auth.SSHKeyFile, o.Auth.KnownHostsFile = g.Auth.Username, g.Auth.SSHKeyFile, g.Auth.KnownHostsFile
-	if o.Auth.Password, err = readSecretFile("git.auth.password_file", g.Auth.PasswordFile); err != nil {
-		return o, err
-	}
-	if o.Auth.Token, err = readSecretFile("git.auth.token_file", g.Auth.TokenFile); err != nil {
-		return o, err
+	// The password or token is read again when its file changes: the credential rotated
+	// in its Secret is used from the next fetch or push on.
+	for _, c := range []struct{ field, path string }{{"git.auth.password_file", g.Auth.PasswordFile}, {"git.auth.token_file", g.Auth.TokenFile}} {
+		if c.path == "" {
+			continue
+		}
+		if o.Auth.Credential != nil {
+			return o, &v1alpha1.FieldError{Field: "git.auth", Message: "set one of password_file, token_file and ssh_key_file"}
+		}
+		f, err := OpenSecretFile(c.field, c.path, refused.Of("git_auth"))
+		if err != nil {
+			return o, err
+		}
+		o.Auth.Credential = f.Value
 	}
 	if g.SigningKeyFile != "" {
 		b, err := os.ReadFile(g.SigningKeyFile)
@@ -211,7 +204,7 @@ func (g *Git) Options() (gitrepo.Options, error) {
 		o.SigningKey = keys[0]
 	}
 	o.ProtectedBranches = g.Review.ProtectedBranches
-	if f, err := g.Review.OpenForge(); err != nil {
+	if f, err := g.Review.OpenForge(refused); err != nil {
 		return o, err
 	} else if f != nil {
 		o.PullRequests = f.Client

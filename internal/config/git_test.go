@@ -40,7 +40,7 @@ func TestGitHistory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o, err := f.Git.Options()
+			o, err := f.Git.Options(nil)
 			if tc.err != "" {
 				if !errors.Is(err, v1alpha1.ErrInvalidInput) || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("Options() = %v, want an error saying %q", err, tc.err)

@@ -113,6 +113,7 @@ func eachConfigPath(c *File, fn func(key, p string) string) {
 		one("git.review.gitea.webhook_secret_file", &gt.WebhookSecretFile)
 	}
 
+	one("sops.age_recipients_file", &c.Sops.AgeRecipientsFile)
 	one("sops.digest_key_file", &c.Sops.DigestKeyFile)
 	one("sops.age_identity_file", &c.Sops.AgeIdentityFile)
 

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"filippo.io/age"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 )
 
 // reloadCheck is how often a reloading file is looked at: at most one stat of each file
@@ -98,6 +102,79 @@ func (w *watched[T]) read() ([]os.FileInfo, T, error) {
 	v, err := w.load(contents)
 	return stamps, v, err
 }
+
+// Refused hears of a changed file that did not load: what names the file's kind (the
+// label of serve's magnum_gitops_reload_errors_total), and the returned function is told
+// the error. A nil Refused says nothing.
+type Refused func(what string) func(error)
+
+// Of is the function told of what's refusals; nil when r is.
+func (r Refused) Of(what string) func(error) {
+	if r == nil {
+		return nil
+	}
+	return r(what)
+}
+
+// SecretFile is one credential file (git.auth.token_file, a forge's token_file, its
+// webhook_secret_file), read again when it changes: a Secret rotated in place is used from
+// the next request on. A change to an empty or unreadable file keeps the last good value.
+type SecretFile struct{ w watched[string] }
+
+// OpenSecretFile reads a credential file, an error naming field when it is empty or
+// unreadable (an empty credential would mean anonymous access unnoticed).
+func OpenSecretFile(field, path string, onInvalid func(error)) (*SecretFile, error) {
+	s := &SecretFile{w: watched[string]{files: []string{path}, onInvalid: onInvalid, load: func(contents [][]byte) (string, error) {
+		v := strings.TrimSpace(string(contents[0]))
+		if v == "" {
+			return "", fmt.Errorf("%s: %s is empty", field, path)
+		}
+		return v, nil
+	}}}
+	if err := s.w.open(); err != nil {
+		return nil, &v1alpha1.FieldError{Field: field, Message: strings.TrimPrefix(err.Error(), field+": ")}
+	}
+	return s, nil
+}
+
+// Value is the credential as the file holds it now.
+func (s *SecretFile) Value() string { return s.w.get() }
+
+// RecipientsFile is sops.age_recipients_file, read again when it changes: a new recipient
+// is encrypted to from the next Secret written on, and an old one dropped.
+type RecipientsFile struct{ w watched[[]string] }
+
+// OpenRecipientsFile reads the recipients file; an error names the field and the line of
+// a recipient that is not an age X25519 one (age1...), or says the file holds none. Later,
+// a change into such a file keeps the recipients read last, and onInvalid is told.
+func OpenRecipientsFile(path string, onInvalid func(error)) (*RecipientsFile, error) {
+	const field = "sops.age_recipients_file"
+	r := &RecipientsFile{w: watched[[]string]{files: []string{path}, onInvalid: onInvalid, load: func(contents [][]byte) ([]string, error) {
+		var out []string
+		for i, line := range strings.Split(string(contents[0]), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if _, err := age.ParseX25519Recipient(line); err != nil {
+				return nil, fmt.Errorf("%s: %s line %d: not an age X25519 recipient (age1...)", field, path, i+1)
+			}
+			out = append(out, line)
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%s: %s holds no recipient", field, path)
+		}
+		return out, nil
+	}}}
+	if err := r.w.open(); err != nil {
+		return nil, prefixed(field, err)
+	}
+	return r, nil
+}
+
+// Recipients are the recipients as the file holds them now; the same slice until it
+// changes.
+func (r *RecipientsFile) Recipients() []string { return r.w.get() }
 
 // TokenFiles are the API's bearer tokens, one per file (serve.token_files), read again
 // when a file changes: a token rotated in its Secret is accepted at once, the old one

@@ -174,3 +174,100 @@ func TestTLSCertificateRotates(t *testing.T) {
 		t.Errorf("after a certificate without its key: serves %s, %d refusals", got, refusals)
 	}
 }
+
+// TestSecretAndRecipientsFilesRotate: a credential file and a recipients file are read
+// again on change; a change into contents that do not load keeps the last good value and
+// is told once.
+func TestSecretAndRecipientsFilesRotate(t *testing.T) {
+	t.Parallel()
+	const r1 = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"
+	const r2 = "age1lggyhqrw2nlhcxprm67z43rta597azn8gknawjehu9d9dl0jq3yqqvfafg"
+	dir := t.TempDir()
+	secretPath, recipientsPath := filepath.Join(dir, "git-token"), filepath.Join(dir, "recipients")
+	replace(t, secretPath, "one\n")
+	replace(t, recipientsPath, "# recipients\n"+r1+"\n")
+	var refused []string
+	told := func(err error) { refused = append(refused, err.Error()) }
+	sf, err := OpenSecretFile("git.auth.token_file", secretPath, told)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := OpenRecipientsFile(recipientsPath, told)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: time.Now()}
+	sf.w.now, rf.w.now = c.now, c.now
+	steps := []struct {
+		name             string
+		secret, rcpts    string // new contents; "" leaves the file alone
+		secretWant, want string
+		refused          int
+	}{
+		{"as opened", "", "", "one", r1, 0},
+		{"rotated", "two\n", "\n" + r1 + "\n\n" + r2 + "  # comment-free lines only\n", "two", r1, 1},
+		{"fixed recipients", "", r1 + "\n" + r2 + "\n", "two", r1 + "," + r2, 1},
+		{"emptied secret, no recipient", "  \n", "# nobody\n", "two", r1 + "," + r2, 3},
+		{"good again", "three", r2, "three", r2, 3},
+	}
+	for _, st := range steps {
+		if st.secret != "" {
+			replace(t, secretPath, st.secret)
+		}
+		if st.rcpts != "" {
+			replace(t, recipientsPath, st.rcpts)
+		}
+		c.advance(time.Second)
+		if got := sf.Value(); got != st.secretWant {
+			t.Errorf("%s: secret %q, want %q", st.name, got, st.secretWant)
+		}
+		if got := strings.Join(rf.Recipients(), ","); got != st.want {
+			t.Errorf("%s: recipients %q, want %q", st.name, got, st.want)
+		}
+		if len(refused) != st.refused {
+			t.Errorf("%s: told %d refusals, want %d: %q", st.name, len(refused), st.refused, refused)
+		}
+	}
+	for _, msg := range refused {
+		if strings.Contains(msg, "two") || strings.Contains(msg, "three") {
+			t.Errorf("a refusal quotes the secret: %s", msg)
+		}
+		if !strings.Contains(msg, "git.auth.token_file") && !strings.Contains(msg, "sops.age_recipients_file") {
+			t.Errorf("a refusal does not name its field: %s", msg)
+		}
+	}
+}
+
+// TestOpenSecretAndRecipientsFilesRefuse: at start, a file that does not load is an error
+// naming the field (and the line of a bad recipient).
+func TestOpenSecretAndRecipientsFilesRefuse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, contents, want string
+		recipients           bool
+	}{
+		{"empty secret", "\n", "git.auth.token_file: ", false},
+		{"missing secret", "", "git.auth.token_file: ", false},
+		{"bad recipient", "# ok\nage1nope\n", "sops.age_recipients_file: ", true},
+		{"no recipient", "# none\n\n", "holds no recipient", true},
+		{"missing recipients", "", "sops.age_recipients_file: ", true},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+		if tc.contents != "" {
+			replace(t, path, tc.contents)
+		}
+		var err error
+		if tc.recipients {
+			_, err = OpenRecipientsFile(path, nil)
+		} else {
+			_, err = OpenSecretFile("git.auth.token_file", path, nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := OpenRecipientsFile(filepath.Join(dir, "bad-recipient"), nil); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a bad recipient's line is not named: %v", err)
+	}
+}

@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
@@ -20,7 +22,14 @@ type Server struct {
 	t    testing.TB
 	Root string
 	URL  string
+	// passwords, once set, are the basic-auth passwords a request must carry one of.
+	passwords atomic.Pointer[[]string]
 }
+
+// RequireBasicAuth makes every request from now on carry basic auth with one of the
+// passwords (any user name), as a forge checks an access token; none lifts it. Calling it
+// again rotates what is accepted.
+func (s *Server) RequireBasicAuth(passwords ...string) { s.passwords.Store(&passwords) }
 
 // Start serves the bare repositories under a new temporary directory until the test ends.
 // When the test ends, every object of every repository is scanned for the fixtures' secret
@@ -43,7 +52,17 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ps := s.passwords.Load(); ps != nil && len(*ps) > 0 {
+			_, p, ok := r.BasicAuth()
+			if !ok || !slices.Contains(*ps, p) {
+				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})}
 	go srv.Serve(ln) //nolint:errcheck // stopped by Close
 	t.Cleanup(func() { srv.Close() })
 	s.URL = "http://" + ln.Addr().String()

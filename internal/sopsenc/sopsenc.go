@@ -55,6 +55,11 @@ var (
 type Options struct {
 	// AgeRecipients are the age public keys (age1...) every Secret is encrypted to.
 	AgeRecipients []string
+	// RecipientsFunc, when set, gives the recipients at each use instead of AgeRecipients,
+	// so recipients rotated where the caller reads them (config.RecipientsFile) are used
+	// without a restart. It must return a non-empty list of valid recipients, and the same
+	// slice while they have not changed.
+	RecipientsFunc func() []string
 	// DigestKey keys the digest that tells an unchanged Secret (at least 32 bytes).
 	DigestKey []byte
 	// Identity is an age identity file's content (AGE-SECRET-KEY-1...), used to decrypt
@@ -66,10 +71,14 @@ type Options struct {
 
 // Validate checks the options without revealing key material in errors.
 func (o *Options) Validate() error {
-	if len(o.AgeRecipients) == 0 {
+	recipients := o.AgeRecipients
+	if o.RecipientsFunc != nil {
+		recipients = o.RecipientsFunc()
+	}
+	if len(recipients) == 0 {
 		return ErrNoRecipients
 	}
-	for i, r := range o.AgeRecipients {
+	for i, r := range recipients {
 		if _, err := age.ParseX25519Recipient(r); err != nil {
 			return fmt.Errorf("sops.age_recipients[%d]: not an age X25519 recipient (age1...)", i)
 		}
@@ -91,6 +100,11 @@ func (o *Options) Validate() error {
 // Encrypter encrypts Secrets for Git.
 type Encrypter struct {
 	recipients []string
+	// source, when set, replaces recipients: normalised is its last answer, sorted.
+	source     func() []string
+	mu         sync.Mutex
+	lastSource []string
+	normalised []string
 	digestKey  []byte
 	identities []age.Identity
 	now        func() time.Time
@@ -103,9 +117,7 @@ func New(o Options) (*Encrypter, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	rs := slices.Clone(o.AgeRecipients)
-	slices.Sort(rs)
-	rs = slices.Compact(rs)
+	rs := normalise(o.AgeRecipients)
 	now := o.Now
 	if now == nil {
 		now = time.Now
@@ -114,11 +126,32 @@ func New(o Options) (*Encrypter, error) {
 	if o.Identity != "" {
 		ids, _ = age.ParseIdentities(strings.NewReader(o.Identity)) // Validate parsed it
 	}
-	return &Encrypter{recipients: rs, digestKey: o.DigestKey, identities: ids, now: now}, nil
+	return &Encrypter{recipients: rs, source: o.RecipientsFunc, digestKey: o.DigestKey, identities: ids, now: now}, nil
 }
 
-// Recipients returns the age recipients every file is encrypted for, sorted.
-func (e *Encrypter) Recipients() []string { return slices.Clone(e.recipients) }
+// normalise sorts a recipient list and drops repeats: the form files and digests hold.
+func normalise(rs []string) []string {
+	rs = slices.Clone(rs)
+	slices.Sort(rs)
+	return slices.Compact(rs)
+}
+
+// current is the recipients now: the source's answer, normalised once per change.
+func (e *Encrypter) current() []string {
+	if e.source == nil {
+		return e.recipients
+	}
+	in := e.source()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !slices.Equal(in, e.lastSource) {
+		e.lastSource, e.normalised = in, normalise(in)
+	}
+	return e.normalised
+}
+
+// Recipients returns the age recipients every file is encrypted for now, sorted.
+func (e *Encrypter) Recipients() []string { return slices.Clone(e.current()) }
 
 // Encoder returns a generator.SecretEncoder writing <base>.sops.yaml files. existing
 // returns the current content of a file in the cluster directory, if any; an unchanged
@@ -159,11 +192,15 @@ func (e *Encrypter) Encrypt(s *corev1.Secret) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return seal(doc, e.recipients, e.now())
+	return seal(doc, e.current(), e.now())
 }
 
 // digest is the keyed digest of a Secret's plaintext and the recipient list.
 func (e *Encrypter) digest(s *corev1.Secret) (string, error) {
+	return e.digestFor(s, e.current())
+}
+
+func (e *Encrypter) digestFor(s *corev1.Secret, recipients []string) (string, error) {
 	c := s.DeepCopy()
 	delete(c.Annotations, DigestAnnotation)
 	doc, err := generator.MarshalObject(c)
@@ -172,7 +209,7 @@ func (e *Encrypter) digest(s *corev1.Secret) (string, error) {
 	}
 	mac := hmac.New(sha256.New, e.digestKey)
 	mac.Write(doc)
-	mac.Write([]byte("\x00recipients=" + strings.Join(e.recipients, ",")))
+	mac.Write([]byte("\x00recipients=" + strings.Join(recipients, ",")))
 	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)), nil
 }
 
@@ -197,11 +234,12 @@ func (e *Encrypter) Unchanged(old []byte, s *corev1.Secret) (bool, error) {
 		have = append(have, a.Recipient)
 	}
 	slices.Sort(have)
-	if !slices.Equal(have, e.recipients) {
+	recipients := e.current()
+	if !slices.Equal(have, recipients) {
 		return false, nil
 	}
 	if e.digestKey != nil {
-		want, err := e.digest(s)
+		want, err := e.digestFor(s, recipients)
 		if err != nil {
 			return false, err
 		}
@@ -242,22 +280,23 @@ func canonicalEqual(a, b []byte) bool {
 // Secrets live under (each management cluster's), so operators can edit the
 // files with the sops CLI using the same recipients and regex.
 func (e *Encrypter) CreationRules(paths ...string) []byte {
-	key := strings.Join(paths, "\x00")
+	recipients := strings.Join(e.current(), ",")
+	key := recipients + "\x00" + strings.Join(paths, "\x00")
 	if b, ok := e.rules.Load(key); ok {
 		return b.([]byte)
 	}
-	b := e.creationRules(paths)
+	b := e.creationRules(paths, recipients)
 	e.rules.Store(key, b)
 	return b
 }
 
-func (e *Encrypter) creationRules(paths []string) []byte {
+func (e *Encrypter) creationRules(paths []string, recipients string) []byte {
 	rules := make([]any, len(paths))
 	for i, p := range paths {
 		rules[i] = map[string]any{
 			"path_regex":      "^" + regexpQuote(strings.TrimSuffix(p, "/")) + "/.*\\.sops\\.yaml$",
 			"encrypted_regex": EncryptedRegex,
-			"age":             strings.Join(e.recipients, ","),
+			"age":             recipients,
 		}
 	}
 	b, _ := yaml.Marshal(map[string]any{"creation_rules": rules})

@@ -195,6 +195,42 @@ func TestRecipientRotation(t *testing.T) {
 	}
 }
 
+// TestRecipientsFuncRotation: with RecipientsFunc one Encrypter follows a rotation as two
+// Encrypters do in TestRecipientRotation: the next Secret written is for the new
+// recipients, the unchanged file is rewritten once and then kept, and .sops.yaml names them.
+func TestRecipientsFuncRotation(t *testing.T) {
+	old, next := newKey(t), newKey(t)
+	recipients := []string{old.Recipient().String()}
+	e := encrypter(t, sopsenc.Options{RecipientsFunc: func() []string { return recipients }, DigestKey: digestKey})
+	first, err := e.Encrypt(testSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipients = []string{next.Recipient().String(), old.Recipient().String()}
+	encode := e.Encoder(func(string) ([]byte, bool) { return first, true })
+	_, rotated, err := encode(testSecret(), "secret-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(first, rotated) {
+		t.Fatal("adding a recipient kept the old ciphertext")
+	}
+	for _, id := range []*age.X25519Identity{old, next} {
+		if _, err := decryptAge(t, id, rotated); err != nil {
+			t.Errorf("recipient cannot decrypt after rotation: %v", err)
+		}
+	}
+	if _, again, _ := e.Encoder(func(string) ([]byte, bool) { return rotated, true })(testSecret(), "secret-x"); !bytes.Equal(again, rotated) {
+		t.Error("the rotated file is not stable on the next render")
+	}
+	if rules := string(e.CreationRules("clusters/magnum")); !strings.Contains(rules, next.Recipient().String()) {
+		t.Errorf(".sops.yaml does not follow the rotation:\n%s", rules)
+	}
+	if got := e.Recipients(); len(got) != 2 || got[0] > got[1] {
+		t.Errorf("Recipients() = %v, want both, sorted", got)
+	}
+}
+
 func TestOptions(t *testing.T) {
 	t.Parallel()
 	id := newKey(t)
