@@ -224,6 +224,11 @@ func (o *serveOptions) management(ctx context.Context, file *config.File, so *se
 		if m.Kube, err = client.New(cfg, client.Options{}); err != nil {
 			return err
 		}
+		var stop func()
+		if m.Events, stop, err = eventRecorder(cfg); err != nil {
+			return err
+		}
+		context.AfterFunc(ctx, stop)
 		if rr.Name != "" {
 			m.ReconcileRequest = service.ReconcileRequest{Namespace: cmp.Or(rr.Namespace, "flux-system"), Name: rr.Name}
 		}

@@ -19,7 +19,7 @@ import (
 
 // TestDeployRBAC applies deploy/service/rbac.yaml and acts as its service account: it may
 // delete a Magnum cluster's Secret, but not another Secret (the admission policy), nor read
-// any (RBAC); it may hold its Lease, in its own namespace only.
+// any (RBAC); it may hold its Lease, in its own namespace only; it may record Events.
 func TestDeployRBAC(t *testing.T) {
 	testenv.Require(t, env)
 	ctx := context.Background()
@@ -90,5 +90,15 @@ func TestDeployRBAC(t *testing.T) {
 	}
 	if err := lease("flux-system"); !apierrors.IsForbidden(err) {
 		t.Errorf("a Lease in another namespace: %v, want forbidden", err)
+	}
+	// Events on the clusters' HelmReleases, in their namespaces; never reading them.
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "magnum-rbac-test", GenerateName: "k1."},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "helm.toolkit.fluxcd.io/v2", Kind: "HelmRelease", Namespace: "magnum-rbac-test", Name: "k1"},
+		Reason:         "Committed", Message: "rbac test", Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "magnum-gitops"}}
+	if err := sa.Create(ctx, ev); err != nil {
+		t.Errorf("recording an Event: %v", err)
+	}
+	if err := sa.List(ctx, &corev1.EventList{}, client.InNamespace("magnum-rbac-test")); !apierrors.IsForbidden(err) {
+		t.Errorf("listing Events: %v, want forbidden", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
@@ -61,8 +66,22 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 	if err := env.Client.Create(ctx, cl); err != nil {
 		t.Fatal(err)
 	}
+	// The HelmRelease, as Flux applied it: serve's Events name it by its UID.
+	hr := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"interval": "10m",
+		"chart": map[string]any{"spec": map[string]any{"chart": "openstack-cluster", "sourceRef": map[string]any{"kind": "HelmRepository", "name": "charts"}}}}}}
+	hr.SetAPIVersion("helm.toolkit.fluxcd.io/v2")
+	hr.SetKind("HelmRelease")
+	hr.SetName(stackID)
+	hr.SetNamespace(ns)
+	if err := env.Client.Create(ctx, hr); err != nil {
+		t.Fatal(err)
+	}
+	recorder := record.NewBroadcaster()
+	defer recorder.Shutdown()
+	recorder.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(env.Config).CoreV1().Events("")})
 	h := start(t, func(o *service.Options) {
-		o.Management = []service.ManagementCluster{{Status: kube.Source{Reader: m.r}, Kube: env.Client, Kustomization: "flux-system/magnum-clusters"}}
+		o.Management = []service.ManagementCluster{{Status: kube.Source{Reader: m.r}, Kube: env.Client, Kustomization: "flux-system/magnum-clusters",
+			Events: recorder.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "magnum-gitops"})}}
 	})
 	for _, f := range []string{"01-prod-a-create.yaml", "08-prod-a-delete.yaml"} {
 		if code, ans := h.post(fixture(t, f)); code != http.StatusOK {
@@ -113,6 +132,32 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 	})
 	// Then the rest of the directory leaves Git.
 	waitUntil(t, ctx, func() bool { return !strings.Contains(files(), dir+"/") })
+
+	// The HelmRelease's Events tell each commit and the delete's end, as `kubectl describe
+	// helmrelease` lists them (by its UID).
+	want := []string{"Normal Committed Magnum create_cluster event", "Normal Committed Magnum delete_cluster event", "Normal DeleteFinished delete of Magnum cluster"}
+	var got []string
+	waitUntil(t, ctx, func() bool {
+		var list corev1.EventList
+		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "HelmRelease" && e.InvolvedObject.Name == stackID && e.InvolvedObject.UID == hr.GetUID() {
+				got = append(got, e.Type+" "+e.Reason+" "+e.Message)
+			}
+		}
+		for _, w := range want {
+			if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, w) }) {
+				return false
+			}
+		}
+		return true
+	})
+	if len(got) != len(want) {
+		t.Errorf("Events on the HelmRelease: %q, want one of each of %q", got, want)
+	}
 }
 
 func waitUntil(t *testing.T, ctx context.Context, cond func() bool) {

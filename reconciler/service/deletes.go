@@ -34,4 +34,5 @@ func (s *Service) observeDelete(d reconciler.DeleteProgress) {
 		s.m.deletes.Inc()
 		log.Info("delete complete: Secrets deleted, directory removed from git", "secrets", len(d.Secrets), "commit", d.Commit)
 	}
+	s.eventOfDelete(d)
 }

@@ -163,6 +163,19 @@ func TestHealthReportedToMagnum(t *testing.T) {
 	if p := strings.Join(api.paths(api.count()-1), ","); !strings.Contains(p, "/health_status") || !strings.Contains(p, "/health_status_reason") {
 		t.Errorf("report %s, want the health fields", p)
 	}
+	// The leader's count of clusters by Magnum status, which an alert watches.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		values, err := scrape(h.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if values[`magnum_gitops_clusters{status="CREATE_COMPLETE"}`] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("magnum_gitops_clusters: %v, want one CREATE_COMPLETE", values)
+		}
+	}
 	reported := api.count()
 	time.Sleep(2500 * time.Millisecond) // many intervals, one snapshot refresh: nothing changed
 	if n := api.count(); n != reported {

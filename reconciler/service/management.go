@@ -38,6 +38,9 @@ type ManagementCluster struct {
 	// every push that changed its path, so that Flux fetches the commit at once
 	// (fluxnotify.go).
 	ReconcileRequest ReconcileRequest
+	// Events, when set, records Kubernetes Events on each cluster's HelmRelease there
+	// (events.go).
+	Events EventRecorder
 }
 
 // managed is a management cluster with the service's reader and requester of it; root is

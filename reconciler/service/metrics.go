@@ -23,6 +23,10 @@ type metrics struct {
 	leader      prometheus.Gauge
 	deletes     prometheus.Counter
 	health      *prometheus.CounterVec
+	// resyncChanged and clusters are the levels an alert watches: drift found by resync,
+	// and clusters by the Magnum status the leader last judged.
+	resyncChanged prometheus.Counter
+	clusters      *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -53,9 +57,29 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Deletes finished: the CAPI Cluster gone, its Secrets deleted from the API server, its directory removed from Git."}),
 		health: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "magnum_gitops_health_reports_total",
 			Help: "Health reports to Magnum, by result (error: the PATCH, or a GET before it, failed; deferred: Magnum would not update the cluster in its state, tried again next pass)."}, []string{"result"}),
+		resyncChanged: prometheus.NewCounter(prometheus.CounterOpts{Name: "magnum_gitops_resync_changed_clusters_total",
+			Help: "Clusters a resync committed because their files in Git differed from what their records render: a hand edit, a revert, or a new build's output."}),
+		clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "magnum_gitops_clusters",
+			Help: "Clusters by the Magnum status the leader last judged (its health pass, every health interval)."}, []string{"status"}),
 	}
-	reg.MustRegister(m.events, m.commits, m.pushes, m.pushRetries, m.conflicts, m.groupSize, m.latency, m.steps, m.resync, m.leader, m.deletes, m.health)
+	// Exported at 0 from the start, so that an alert's rate() has a series to read.
+	for _, r := range []string{"sent", "unchanged", "deferred", "error"} {
+		m.health.WithLabelValues(r)
+	}
+	for _, st := range []string{"render", "commit", "push"} {
+		m.steps.WithLabelValues(st)
+	}
+	reg.MustRegister(m.events, m.commits, m.pushes, m.pushRetries, m.conflicts, m.groupSize, m.latency, m.steps, m.resync, m.leader, m.deletes, m.health,
+		m.resyncChanged, m.clusters)
 	return m
+}
+
+// judgedClusters sets the clusters gauge to one health pass's count by status.
+func (m *metrics) judgedClusters(byStatus map[string]int) {
+	m.clusters.Reset()
+	for st, n := range byStatus {
+		m.clusters.WithLabelValues(st).Set(float64(n))
+	}
 }
 
 // observe records one answered event; what its group cost is observeGroup's, counted once.

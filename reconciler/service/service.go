@@ -101,6 +101,14 @@ type Service struct {
 	reviews *reviews
 	// leading is set while this replica runs the leader's loops.
 	leading atomic.Bool
+	// events records Kubernetes Events; nil when no management cluster takes them.
+	events *events
+}
+
+// observe is what a reconcile's outcome is told to: the metrics, and the cluster's Event.
+func (s *Service) observe(sum reconciler.Summary, took time.Duration) {
+	s.m.observe(sum, took)
+	s.eventOfSummary(sum)
 }
 
 // Run starts the service and blocks until ctx ends; then new events get 503 and /readyz
@@ -173,7 +181,7 @@ func (s *Service) run(ctx context.Context) error {
 	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
 
 	s.reconciler = &reconciler.Reconciler{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
-		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.m.observe, ObserveGroup: s.observeGroup, Pushed: s.pushed}
+		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.observe, ObserveGroup: s.observeGroup, Pushed: s.pushed}
 	s.reconciler.Start()
 	if o.Poller != nil {
 		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.reconciler.Submit
@@ -194,6 +202,12 @@ func (s *Service) run(ctx context.Context) error {
 		}
 		if m.requester != nil {
 			go m.requester.run(ctx)
+		}
+	}
+	for _, m := range s.managed {
+		if m.Events != nil && s.events == nil {
+			s.events = newEvents(o.Log)
+			go s.events.run(ctx)
 		}
 	}
 	go s.requestUnapplied() // a judgement per cluster: not on the way to listening
@@ -482,6 +496,7 @@ func (s *Service) lead(ctx context.Context) {
 		s.loops(lctx)
 		s.leading.Store(false)
 		s.m.leader.Set(0)
+		s.m.clusters.Reset() // a follower judges nothing: only the leader's count stands
 		if s.o.Elect == nil {
 			return
 		}
@@ -519,6 +534,8 @@ func (s *Service) loops(ctx context.Context) {
 func (s *Service) health(ctx context.Context) {
 	live := map[string]bool{}
 	defer s.forgetHealth(live)
+	byStatus := map[string]int{}
+	defer s.m.judgedClusters(byStatus)
 	for _, rec := range s.clusters.All() {
 		if rec.Event.Operation == v1alpha1.DeleteCluster {
 			continue
@@ -535,6 +552,7 @@ func (s *Service) health(ctx context.Context) {
 			continue
 		}
 		rep := j.evaluate(ctx, rec)
+		byStatus[string(rep.Status)]++
 		sent, err := s.o.Reporter.Report(ctx, rep, known)
 		switch {
 		case errors.Is(err, report.ErrNotUpdatable):
@@ -601,6 +619,7 @@ func (s *Service) resync(ctx context.Context) {
 			s.o.Log.Error("resync commit", "record", rec.Path, "error", sum.Err())
 		case !sum.NoOp:
 			commits++
+			s.m.resyncChanged.Inc()
 		}
 	})
 	o.Progress = func(done, total int) {
