@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -86,7 +87,7 @@ func TestServeListens(t *testing.T) {
 			t.Errorf("%d warnings naming the address %s, want one:\n%s", n, addr, logs)
 		}
 	})
-	t.Run("TLS", func(t *testing.T) {
+	t.Run("TLS renewed in place", func(t *testing.T) {
 		dir := t.TempDir()
 		cfg := serveConfig(t, dir, git.Init("tls.git"), "tls-token")
 		certPEM, keyPEM := serveCertificate(t)
@@ -125,6 +126,39 @@ func TestServeListens(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("no HTTPS on %s: %v\n%s", addr, err, logs)
 			}
+		}
+		// cert-manager renews the certificate in its Secret: new connections get the new one,
+		// and events posted meanwhile are all answered.
+		renewedPEM, renewedKey := serveCertificate(t)
+		pool.AppendCertsFromPEM([]byte(renewedPEM))
+		renewed, _ := pem.Decode([]byte(renewedPEM))
+		for f, b := range map[string]string{crt: renewedPEM, key: renewedKey} {
+			if err := os.WriteFile(f+".new", []byte(b), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(f+".new", f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fresh := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		served := false
+		for i, deadline := 0, time.Now().Add(10*time.Second); !served; i++ {
+			req, _ := http.NewRequest(http.MethodPost, "https://127.0.0.1:"+port+"/v1/events", bytes.NewReader(resizeEvent(t, 7, i+1)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer tls-token")
+			resp, err := fresh.Do(req)
+			if err != nil {
+				t.Fatalf("event %d during the renewal: %v", i, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("event %d during the renewal answered %d", i, resp.StatusCode)
+			}
+			served = bytes.Equal(resp.TLS.PeerCertificates[0].Raw, renewed.Bytes)
+			if !served && time.Now().After(deadline) {
+				t.Fatal("the renewed certificate is not served 10 s after it was written")
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 		if resp, err := http.Get("http://127.0.0.1:" + port + "/version"); err == nil {
 			if resp.StatusCode == http.StatusOK {
