@@ -219,6 +219,14 @@ func openKeyPair(certFile, keyFile string, onInvalid func(error)) (*keyPair, err
 			if err != nil {
 				return nil, fmt.Errorf("serve.tls.cert_file/key_file: %w", err)
 			}
+			// An expired certificate would make every client refuse serve: keep serving the
+			// last good one (on a rotation), or do not start.
+			switch now := time.Now(); {
+			case now.After(c.Leaf.NotAfter):
+				return nil, fmt.Errorf("serve.tls.cert_file: %s expired at %s", certFile, c.Leaf.NotAfter.UTC().Format(time.RFC3339))
+			case now.Before(c.Leaf.NotBefore):
+				return nil, fmt.Errorf("serve.tls.cert_file: %s is not valid before %s", certFile, c.Leaf.NotBefore.UTC().Format(time.RFC3339))
+			}
 			return &c, nil
 		}}}
 	if err := k.w.open(); err != nil {

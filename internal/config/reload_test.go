@@ -105,12 +105,18 @@ func TestOpenTokenFilesRefuses(t *testing.T) {
 // selfSigned returns a certificate and key in PEM for name.
 func selfSigned(t *testing.T, name string) (certPEM, keyPEM string) {
 	t.Helper()
+	return selfSignedFor(t, name, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
+// selfSignedFor is selfSigned valid from notBefore to notAfter.
+func selfSignedFor(t *testing.T, name string, notBefore, notAfter time.Time) (certPEM, keyPEM string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+		NotBefore: notBefore, NotAfter: notAfter}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +178,20 @@ func TestTLSCertificateRotates(t *testing.T) {
 	c.advance(time.Second)
 	if got := served(); got != "renewed.example.org" || refusals != 1 {
 		t.Errorf("after a certificate without its key: serves %s, %d refusals", got, refusals)
+	}
+	// An expired pair, or one not valid yet: every client would refuse it.
+	for i, at := range []time.Time{time.Now().Add(-48 * time.Hour), time.Now().Add(24 * time.Hour)} {
+		cert, key := selfSignedFor(t, "outdated.example.org", at, at.Add(time.Hour))
+		replace(t, certFile, cert)
+		replace(t, keyFile, key)
+		c.advance(time.Second)
+		if got := served(); got != "renewed.example.org" || refusals != 2+i {
+			t.Errorf("after a certificate valid only at %v: serves %s, %d refusals", at, got, refusals)
+		}
+	}
+	// At start, such a pair is refused with a message naming the file.
+	if _, err := openKeyPair(certFile, keyFile, nil); err == nil || !strings.Contains(err.Error(), "serve.tls.cert_file: "+certFile+" is not valid before") {
+		t.Errorf("openKeyPair of a certificate not valid yet: %v", err)
 	}
 }
 
