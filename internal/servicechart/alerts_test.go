@@ -2,37 +2,36 @@ package servicechart
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"unicode"
 
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
+// The checks here need no list of serve's metrics. That every alert and dashboard query
+// parses and selects only metrics a running serve exports is checked in cmd/magnum-gitops
+// (alerts_test.go), which starts serve and scrapes it.
+
 // chartAlerts are the alerts the chart's PrometheusRule holds (docs/service.md, Alerts and
 // dashboard).
 var chartAlerts = []string{"MagnumGitopsDown", "MagnumGitopsNoLeader", "MagnumGitopsEventsFailing",
-	"MagnumGitopsPushesFailing", "MagnumGitopsHealthReportsFailing", "MagnumGitopsSecretReloadRefused"}
+	"MagnumGitopsPushesFailing", "MagnumGitopsHealthReportsFailing", "MagnumGitopsSecretReloadRefused",
+	"MagnumGitopsClustersFailed", "MagnumGitopsResyncDrift"}
 
 // dashboardFile is the Grafana dashboard the chart ships, relative to the chart.
 const dashboardFile = "dashboards/magnum-gitops.json"
-
-// query is one PromQL expression the chart hands Prometheus or Grafana, and where it is.
-type query struct{ where, expr string }
 
 // monitoringValues are the required values with the ServiceMonitor, the PrometheusRule and
 // the dashboard on.
@@ -70,181 +69,6 @@ func dashboard(t *testing.T, objs map[string]*unstructured.Unstructured) map[str
 	return d
 }
 
-// ruleQueries are the expressions of every rule.
-func ruleQueries(rules map[string]map[string]any) []query {
-	var out []query
-	for _, name := range slices.Sorted(maps.Keys(rules)) {
-		out = append(out, query{"alert " + name, rules[name]["expr"].(string)})
-	}
-	return out
-}
-
-// labelValues is a Grafana variable's query that lists a label's values on a selector.
-var labelValues = regexp.MustCompile(`^label_values\((.+),\s*\w+\)$`)
-
-// dashboardQueries are the expressions of every panel's targets (rows' panels included)
-// and the selectors of the query variables, as Grafana sends them: its variables
-// replaced by values (grafanaVariables).
-func dashboardQueries(d map[string]any) ([]query, error) {
-	vars := map[string]bool{}
-	var out []query
-	templating, _ := d["templating"].(map[string]any)
-	list, _ := templating["list"].([]any)
-	for _, v := range list {
-		v := v.(map[string]any)
-		name := v["name"].(string)
-		vars[name] = true
-		if v["type"] != "query" {
-			continue
-		}
-		q, _ := v["query"].(map[string]any)
-		s, _ := q["query"].(string)
-		if m := labelValues.FindStringSubmatch(s); m != nil {
-			out = append(out, query{"variable " + name, m[1]})
-		} else {
-			return nil, fmt.Errorf("variable %s: query %q is no label_values(selector, label)", name, s)
-		}
-	}
-	var walk func(panels []any)
-	walk = func(panels []any) {
-		for _, p := range panels {
-			p := p.(map[string]any)
-			targets, _ := p["targets"].([]any)
-			for _, tg := range targets {
-				tg := tg.(map[string]any)
-				out = append(out, query{fmt.Sprintf("panel %q target %v", p["title"], tg["refId"]), tg["expr"].(string)})
-			}
-			sub, _ := p["panels"].([]any)
-			walk(sub)
-		}
-	}
-	panels, _ := d["panels"].([]any)
-	walk(panels)
-	for i, q := range out {
-		expr, err := grafanaVariables(q.expr, vars)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", q.where, err)
-		}
-		out[i].expr = expr
-	}
-	return out, nil
-}
-
-// grafanaVariable is a variable in a Grafana query: $name or ${name}.
-var grafanaVariable = regexp.MustCompile(`\$\{?(\w+)\}?`)
-
-// grafanaVariables replaces Grafana's variables in a query as Grafana does before it sends
-// it: its intervals by a duration, the dashboard's own variables by a value. Any other
-// variable is an error: Prometheus would receive it as it is.
-func grafanaVariables(expr string, dashboardVars map[string]bool) (string, error) {
-	var err error
-	out := grafanaVariable.ReplaceAllStringFunc(expr, func(m string) string {
-		name := grafanaVariable.FindStringSubmatch(m)[1]
-		switch {
-		case name == "__rate_interval" || name == "__interval" || name == "__range":
-			return "5m"
-		case dashboardVars[name]:
-			return "value-of-" + name
-		}
-		err = fmt.Errorf("%s is no variable of Grafana or of the dashboard", m)
-		return m
-	})
-	return out, err
-}
-
-// selectedMetrics parses expr with Prometheus' own PromQL parser (the options of a
-// Prometheus run without feature flags) and returns the metric name of every series
-// selector in it.
-func selectedMetrics(expr string) ([]string, error) {
-	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-		vs, ok := n.(*parser.VectorSelector)
-		if !ok {
-			return nil
-		}
-		name := vs.Name
-		for _, m := range vs.LabelMatchers {
-			if m.Name != labels.MetricName {
-				continue
-			}
-			if m.Type != labels.MatchEqual {
-				err = fmt.Errorf("%s: selects metrics by a pattern (%s), which cannot be checked", vs, m)
-				return err
-			}
-			name = m.Value
-		}
-		if name == "" {
-			err = fmt.Errorf("%s: selects no metric by name", vs)
-			return err
-		}
-		names = append(names, name)
-		return nil
-	})
-	return names, err
-}
-
-// unexported checks every query: each must parse and select only metrics serve exports or
-// Prometheus' own up. It returns one message per failure.
-func unexported(queries []query, exported map[string]bool) []string {
-	var out []string
-	for _, q := range queries {
-		names, err := selectedMetrics(q.expr)
-		if err != nil {
-			out = append(out, fmt.Sprintf("%s: %q: %v", q.where, q.expr, err))
-			continue
-		}
-		for _, n := range names {
-			if !exported[n] && n != "up" {
-				out = append(out, fmt.Sprintf("%s: %q selects %s, which serve does not export", q.where, q.expr, n))
-			}
-		}
-	}
-	return out
-}
-
-// TestAlertsSelectExportedMetrics: every alert's expression and every dashboard query
-// parses with Prometheus' PromQL parser and selects only metrics serve's code exports
-// (serveMetrics) or Prometheus' up.
-func TestAlertsSelectExportedMetrics(t *testing.T) {
-	t.Parallel()
-	exported := serveMetrics(t)
-	objs := objects(t, loadChart(t), "magnum-gitops", monitoringValues())
-	rs := rules(t, objs)
-	if got := slices.Sorted(maps.Keys(rs)); !slices.Equal(got, slices.Sorted(slices.Values(chartAlerts))) {
-		t.Errorf("alerts %v, want %v", got, chartAlerts)
-	}
-	dq, err := dashboardQueries(dashboard(t, objs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	queries := append(ruleQueries(rs), dq...)
-	if len(dq) < 20 {
-		t.Errorf("%d dashboard queries read: the walk lost panels", len(dq))
-	}
-	for _, msg := range unexported(queries, exported) {
-		t.Error(msg)
-	}
-	// What the dashboard must show: events, latency, pushes, the leader, reload errors, the
-	// runtime.
-	selected := map[string]bool{}
-	for _, q := range dq {
-		names, _ := selectedMetrics(q.expr)
-		for _, n := range names {
-			selected[n] = true
-		}
-	}
-	for _, n := range []string{"magnum_gitops_events_total", "magnum_gitops_event_duration_seconds_bucket", "magnum_gitops_step_duration_seconds_bucket",
-		"magnum_gitops_pushes_total", "magnum_gitops_leader", "magnum_gitops_reload_errors_total", "go_goroutines", "process_resident_memory_bytes"} {
-		if !selected[n] {
-			t.Errorf("no dashboard panel queries %s", n)
-		}
-	}
-}
-
 // loadRules loads a PrometheusRule's groups as Prometheus loads a rules file (and
 // prometheus-operator's admission webhook checks a PrometheusRule): rulefmt.Parse, with
 // the expressions, durations, label names and annotation templates validated.
@@ -275,34 +99,6 @@ func TestRulesLoadInPrometheus(t *testing.T) {
 	errs := loadRules(t, objects(t, ch, "magnum-gitops", bad)["PrometheusRule/magnum-gitops"])
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "nosuchfunction") {
 		t.Errorf("a broken annotation template loaded: %v", errs)
-	}
-}
-
-// TestUnexportedNamesAMetric: the check itself fails a query that selects a metric serve
-// does not export, one that does not parse, and one it cannot judge; it passes serve's
-// metrics, up, and a selector by __name__.
-func TestUnexportedNamesAMetric(t *testing.T) {
-	t.Parallel()
-	exported := map[string]bool{"magnum_gitops_pushes_total": true, "magnum_gitops_leader": true}
-	for _, tc := range []struct {
-		expr, want string // want: in the one message; empty for none
-	}{
-		{`sum(rate(magnum_gitops_pushes_total{namespace="ns"}[5m])) > 0`, ""},
-		{`absent(up{job="magnum-gitops"} == 1)`, ""},
-		{`max({__name__="magnum_gitops_leader"}) < 1 and on() sum(rate(magnum_gitops_pushes_total[5m])) == 0`, ""},
-		{`sum(rate(magnum_gitops_pushes_failed_total[5m])) > 0`, "selects magnum_gitops_pushes_failed_total, which serve does not export"},
-		{`magnum_gitops_leader and on() magnum_gitops_clusters_past_deadline > 0`, "selects magnum_gitops_clusters_past_deadline"},
-		{`sum(rate(magnum_gitops_pushes_total[5m]) > 0`, "unclosed left parenthesis"},
-		{`rate(magnum_gitops_pushes_total[$__rate_interval])`, "parse error"},
-		{`{__name__=~"magnum_gitops_.+"}`, "by a pattern"},
-	} {
-		got := unexported([]query{{"test", tc.expr}}, exported)
-		switch {
-		case tc.want == "" && len(got) > 0:
-			t.Errorf("%s: %v, want no message", tc.expr, got)
-		case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
-			t.Errorf("%s: %v, want one message with %q", tc.expr, got, tc.want)
-		}
 	}
 }
 
@@ -338,15 +134,19 @@ func headingAnchors(t *testing.T, path string) map[string]bool {
 	return out
 }
 
-// TestAlertAnnotations: every alert of the chart has a severity, a summary, a description
-// and a runbook_url into the project's docs at the release's tag, at a heading that
-// exists; Prometheus' own template variables reach it unrendered by Helm; a
-// runbookBaseURL replaces the base.
+// TestAlertAnnotations: the chart holds exactly chartAlerts; every one has a severity, a
+// summary, a description and a runbook_url into the project's docs at the release's tag,
+// at a heading that exists; Prometheus' own template variables reach it unrendered by
+// Helm; a runbookBaseURL replaces the base; every expression selects the release's
+// namespace only.
 func TestAlertAnnotations(t *testing.T) {
 	t.Parallel()
 	ch := loadChart(t)
 	base := ch.Metadata.Home + "/blob/v" + ch.Metadata.AppVersion + "/docs/"
 	rs := rules(t, objects(t, ch, "magnum-gitops", monitoringValues()))
+	if got := slices.Sorted(maps.Keys(rs)); !slices.Equal(got, slices.Sorted(slices.Values(chartAlerts))) {
+		t.Errorf("alerts %v, want %v", got, chartAlerts)
+	}
 	for _, name := range chartAlerts {
 		r := rs[name]
 		if r == nil {
@@ -376,6 +176,8 @@ func TestAlertAnnotations(t *testing.T) {
 	for alert, want := range map[string]string{
 		"MagnumGitopsHealthReportsFailing": "{{ $value | humanize }} failures",
 		"MagnumGitopsSecretReloadRefused":  "A changed {{ $labels.what }} file",
+		"MagnumGitopsClustersFailed":       "({{ $value }} in the largest such status)",
+		"MagnumGitopsResyncDrift":          "committed {{ $value | humanize }} clusters",
 	} {
 		if d := rs[alert]["annotations"].(map[string]any)["description"].(string); !strings.Contains(d, want) {
 			t.Errorf("%s: description %q, want Prometheus' %q", alert, d, want)
@@ -385,8 +187,12 @@ func TestAlertAnnotations(t *testing.T) {
 	if url := other["MagnumGitopsDown"]["annotations"].(map[string]any)["runbook_url"]; url != "https://docs.example.org/magnum-gitops/docs/troubleshooting.md#serve-does-not-start" {
 		t.Errorf("runbook_url with runbookBaseURL: %v", url)
 	}
-	if expr := other["MagnumGitopsNoLeader"]["expr"]; !strings.Contains(expr.(string), `namespace="magnum-gitops-all"`) {
-		t.Errorf("NoLeader in another namespace: %v", expr)
+	// Each alert watches its own release only: another release's serve, in another
+	// namespace, is scraped by the same Prometheus.
+	for _, name := range chartAlerts {
+		if expr, _ := other[name]["expr"].(string); !strings.Contains(expr, `namespace="magnum-gitops-all"`) {
+			t.Errorf("%s in another namespace: %q, want it to select namespace=\"magnum-gitops-all\"", name, expr)
+		}
 	}
 }
 
