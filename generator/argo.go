@@ -75,7 +75,7 @@ func (r *render) application(ns string, values map[string]any) *unstructured.Uns
 			},
 			"destination": map[string]any{"server": a.DestinationServer, "namespace": ns},
 			"syncPolicy": map[string]any{
-				"automated":   map[string]any{"prune": true, "selfHeal": true},
+				"automated":   argoAutomated(),
 				"syncOptions": []any{"ServerSideApply=true"},
 			},
 		},

@@ -75,6 +75,10 @@ type FileOptions struct {
 	// MarshalObject. The service's digest gate hands back what the repository already
 	// holds for an object it serialised before, instead of serialising it again.
 	Marshal func(path string, obj any) ([]byte, error)
+	// Suspend writes the cluster suspended (suspend.go): its HelmRelease with spec.suspend,
+	// its Application without automated sync. The caller keeps the suspension; the
+	// generator has no other way to know of it.
+	Suspend bool
 }
 
 // DeployFile is the base name of the file that deploys a cluster in its directory: the
@@ -154,8 +158,13 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 		}
 	}
 	var deploy any = o.HelmRelease
-	if o.Application != nil {
+	switch {
+	case o.Application != nil && opts.Suspend:
+		deploy = suspendedApplication(o.Application).Object
+	case o.Application != nil:
 		deploy = o.Application.Object
+	case opts.Suspend:
+		deploy = suspendedHelmRelease(o.HelmRelease)
 	}
 	if err := add(path.Join(dir, deployFile), deploy); err != nil {
 		return nil, err

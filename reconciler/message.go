@@ -21,6 +21,9 @@ const (
 	trailerOperation   = "Magnum-Operation"
 	trailerProject     = "Magnum-Project"
 	trailerStackID     = "Magnum-Stack-ID"
+	// trailerSuspend marks a suspend ("true") or resume ("false") commit: an operator's,
+	// not a Magnum operation's, so it carries no Magnum-Operation and no event.
+	trailerSuspend = "Magnum-Suspend"
 )
 
 // verbs names what each operation does, for commit subjects.
@@ -168,4 +171,38 @@ func get(v map[string]any, path string) any {
 		cur = m[k]
 	}
 	return cur
+}
+
+// suspendChange is the commit of a cluster's suspension or resume (req): what Flux (or
+// Argo CD, in format argo) now does with the cluster, the operator's reason, and the
+// cluster's trailers without an operation: no Magnum event asked for it.
+func suspendChange(res *generator.Result, fs *generator.FileSet, req SuspendRequest, format string) gitrepo.Change {
+	verb, suspend := req.Verb(), fmt.Sprint(req.Suspend)
+	c := gitrepo.Change{
+		Subject: fmt.Sprintf("magnum-gitops: %s cluster %s (%s) in project %s", verb, res.ClusterName, res.ReleaseName, res.ProjectID),
+		Files:   map[string][]byte{},
+		Trailers: []gitrepo.Trailer{
+			{Key: trailerClusterUUID, Value: res.ClusterUUID},
+			{Key: trailerProject, Value: res.ProjectID},
+			{Key: trailerStackID, Value: res.ReleaseName},
+			{Key: trailerSuspend, Value: suspend},
+		},
+	}
+	for p, b := range fs.Files {
+		c.Files[p] = b
+	}
+	what := "Flux leaves HelmRelease " + res.ReleaseName + " alone (spec.suspend: true)"
+	again := "Flux reconciles HelmRelease " + res.ReleaseName + " again (spec.suspend removed)"
+	if format == generator.FormatArgo {
+		what = "Argo CD syncs Application " + res.ReleaseName + " only when asked (no automated sync)"
+		again = "Argo CD syncs Application " + res.ReleaseName + " automatically again"
+	}
+	c.Body = what + " until magnum-gitops resume cluster: Magnum's operations are still committed, and applied on resume."
+	if !req.Suspend {
+		c.Body = again + ", with what Git holds for it now, the Magnum operations committed while it was suspended included."
+	}
+	if req.Suspend || req.Reason != "" {
+		c.Body += "\n\nReason: " + cmp.Or(req.Reason, "(none given)")
+	}
+	return c
 }

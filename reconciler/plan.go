@@ -57,9 +57,11 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	if err := p.checkMove(res, tree); err != nil {
 		return nil, err
 	}
-	if rec, ok, err := tree.ReadFile(path.Join(dir, recordFile)); err != nil {
+	rec, ok, err := tree.ReadFile(path.Join(dir, recordFile))
+	if err != nil {
 		return nil, stepError("read", err)
-	} else if in := inherit(ev, rec); ok && in != ev {
+	}
+	if in := inherit(ev, rec); ok && in != ev {
 		again, err := generator.Render(in, p.Config)
 		if err != nil {
 			return nil, stepError("render", err)
@@ -67,6 +69,8 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 		again.EventDigest = res.EventDigest
 		ev, res = in, again
 	}
+	// A cluster an operator suspended stays suspended, whatever the event (suspend.go).
+	susp := recordSuspension(rec)
 	names, err := tree.ListDir(dir)
 	if err != nil {
 		return nil, stepError("read", err)
@@ -83,12 +87,13 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 		Secrets:  p.Secrets.gated(p.Gate, enc, dir, tree),
 		Existing: names,
 		Marshal:  p.Gate.objects(tree),
+		Suspend:  susp != nil,
 	})
 	if err != nil {
 		return nil, stepError("encode", err)
 	}
 	p.Secrets.addCreationRules(p.Config, fs)
-	if err := p.addRecord(ev, res, fs, tree); err != nil {
+	if err := p.addRecord(ev, susp, res, fs, tree); err != nil {
 		return nil, stepError("encode", err)
 	}
 
@@ -157,14 +162,15 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	return pl, nil
 }
 
-// addRecord keeps the event's record beside the manifests, and removes it with them.
-func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, res *generator.Result, fs *generator.FileSet, tree Tree) error {
+// addRecord keeps the event's record beside the manifests, with the cluster's suspension
+// (nil: none), and removes it with them.
+func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, susp *Suspension, res *generator.Result, fs *generator.FileSet, tree Tree) error {
 	f := recordPath(res)
 	if slices.Contains(fs.Deletes, path.Join(path.Dir(f), generator.KustomizationFile)) {
 		fs.Deletes = append(fs.Deletes, f)
 		return nil
 	}
-	b, err := encodeRecord(ev)
+	b, err := encodeSuspendedRecord(ev, susp)
 	if err != nil {
 		return err
 	}

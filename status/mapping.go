@@ -97,6 +97,9 @@ func Evaluate(v View, o Objects, opts Options) Report {
 			}
 		}
 	}
+	if helmReleaseSuspended(o) {
+		r.StatusReason = suspendedReason(v.StackID, r.StatusReason)
+	}
 	return r
 }
 

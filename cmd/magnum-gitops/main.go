@@ -59,7 +59,7 @@ the Cluster API management cluster.`,
 	}
 	// A bad flag or argument is bad input (exit 2), as a bad event or configuration is.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return config.Invalid(err) })
-	root.AddCommand(newRenderCommand(), newApplyCommand(), newDiffCommand(), newServeCommand(), newResyncCommand(), newStatusCommand(), newMigrateCommand(), newDemoCommand(), newCheckCommand(), newVersionCommand())
+	root.AddCommand(newRenderCommand(), newApplyCommand(), newDiffCommand(), newServeCommand(), newResyncCommand(), newStatusCommand(), newSuspendCommand(), newResumeCommand(), newMigrateCommand(), newDemoCommand(), newCheckCommand(), newVersionCommand())
 	setVersionFlag(root)
 	addOSCloudFlag(root)
 	return root
