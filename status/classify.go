@@ -26,6 +26,13 @@ func Classify(objs []*unstructured.Unstructured, stackID, namespace string) Obje
 	var o Objects
 	kcpName := magnum.ChartComponentName(stackID, "control-plane")
 	for _, u := range objs {
+		if isApplication(u) {
+			// Argo CD's namespace holds it; it deploys into the cluster's.
+			if u.GetName() == stackID && (namespace == "" || stringAt(u, "spec", "destination", "namespace") == namespace) {
+				o.Application = u
+			}
+			continue
+		}
 		if namespace != "" && u.GetNamespace() != "" && u.GetNamespace() != namespace && u.GetKind() != "Kustomization" {
 			continue
 		}

@@ -136,7 +136,7 @@ func deadline(a v1alpha1.Action, opts Options) time.Duration {
 // revisionPending's answer).
 func deleting(v View, o Objects, opts Options, cc conditionCache, pending string) (v1alpha1.ClusterStatus, string, bool) {
 	if v.Status != v1alpha1.DeleteInProgress {
-		return v.Status, "", o.Cluster == nil && o.HelmRelease == nil && pending == ""
+		return v.Status, "", o.Cluster == nil && o.HelmRelease == nil && o.Application == nil && pending == ""
 	}
 	var reason string
 	switch {
@@ -163,6 +163,8 @@ func deleting(v View, o Objects, opts Options, cc conditionCache, pending string
 		}
 	case o.HelmRelease != nil:
 		reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
+	case o.Application != nil:
+		reason = "waiting for Argo CD to delete Application " + v.StackID + " and prune its resources"
 	default:
 		return v1alpha1.DeleteComplete, "", true
 	}
@@ -234,6 +236,9 @@ func gitopsChain(v View, o Objects, pending string, cc conditionCache) *blocker 
 		return &blocker{reason: pending}
 	}
 	hr := o.HelmRelease
+	if hr == nil && o.Application != nil {
+		return argoChain(v, o.Application)
+	}
 	if hr == nil {
 		return &blocker{reason: "waiting for Flux to create HelmRelease " + v.StackID}
 	}

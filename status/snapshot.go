@@ -33,6 +33,16 @@ var Kinds = []schema.GroupVersionKind{
 	{Group: FluxKustomizeGroup, Version: "v1", Kind: "Kustomization"},
 }
 
+// KindsOf is what the reader lists for a repository's output format: Kinds, and in Argo
+// mode Argo CD's Application too. A Flux site is never asked to let serve read
+// Applications, nor to have their CRD.
+func KindsOf(argo bool) []schema.GroupVersionKind {
+	if !argo {
+		return Kinds
+	}
+	return append(slices.Clone(Kinds), argoApplication)
+}
+
 // infrastructureGroup is the API group of every infrastructure provider's kinds.
 const infrastructureGroup = "infrastructure.cluster.x-k8s.io"
 
@@ -74,12 +84,11 @@ type Snapshot struct {
 	PerNamespace string
 }
 
-// TakeSnapshot lists every kind once. A kind whose CRD is absent contributes nothing
+// TakeSnapshot lists every kind of kinds (KindsOf) once. A kind whose CRD is absent contributes nothing
 // (addons then count as Unknown); any other error fails the snapshot.
-func TakeSnapshot(ctx context.Context, src Source) (*Snapshot, error) {
+func TakeSnapshot(ctx context.Context, src Source, kinds []schema.GroupVersionKind) (*Snapshot, error) {
 	s := &Snapshot{byCluster: map[string][]*unstructured.Unstructured{},
 		kustomizations: map[string]*unstructured.Unstructured{}, Kustomization: DefaultKustomization}
-	kinds := Kinds
 	for i := 0; i < len(kinds); i++ {
 		gvk := kinds[i]
 		objs, err := src.List(ctx, gvk)
@@ -99,6 +108,15 @@ func TakeSnapshot(ctx context.Context, src Source) (*Snapshot, error) {
 		for _, o := range objs {
 			if gvk.Group == FluxKustomizeGroup {
 				s.kustomizations[o.GetNamespace()+"/"+o.GetName()] = o
+				continue
+			}
+			if gvk.Group == ArgoGroup {
+				// The repository's Application is named like a Kustomization (serve.kustomization:
+				// argocd/magnum-clusters); a cluster's own deploys into the cluster's namespace.
+				s.kustomizations[o.GetNamespace()+"/"+o.GetName()] = o
+				if dest := stringAt(o, "spec", "destination", "namespace"); dest != "" {
+					s.byCluster[dest+"/"+o.GetName()] = append(s.byCluster[dest+"/"+o.GetName()], o)
+				}
 				continue
 			}
 			key := o.GetNamespace() + "/" + clusterOf(o)

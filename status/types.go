@@ -39,8 +39,12 @@ type Objects struct {
 	// HelmRelease is Flux's helm.toolkit.fluxcd.io HelmRelease R (never the chart's
 	// addons.stackhpc.com HelmRelease).
 	HelmRelease *unstructured.Unstructured
-	// Kustomization is the Flux Kustomization that applies the repository, if known.
-	Kustomization      *unstructured.Unstructured
+	// Kustomization is the Flux Kustomization that applies the repository, if known; in
+	// Argo mode, the Argo CD Application that syncs it.
+	Kustomization *unstructured.Unstructured
+	// Application is the cluster's own Argo CD Application (Argo mode: the chart, where
+	// Flux has the HelmRelease).
+	Application        *unstructured.Unstructured
 	Cluster            *unstructured.Unstructured
 	ControlPlane       *unstructured.Unstructured
 	InfraCluster       *unstructured.Unstructured

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/magnum-gitops/magnum-gitops/status/kube"
@@ -95,7 +96,7 @@ func (o *statusOptions) run(ctx context.Context, stdin io.Reader, w io.Writer, f
 	}
 	tctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	snap, snapErr := status.TakeSnapshot(tctx, src)
+	snap, snapErr := status.TakeSnapshot(tctx, src, status.KindsOf(file.Format == generator.FormatArgo))
 	if snapErr == nil {
 		snap.Kustomization = o.kustomization
 		if file.Flux.PerNamespace() {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
 	"github.com/magnum-gitops/magnum-gitops/status"
@@ -194,7 +195,8 @@ func (s *Service) run(ctx context.Context) error {
 		MaxBodyBytes:      o.MaxBodyBytes, Log: o.Log, Refused: s.m.refused}
 	for _, m := range s.managed {
 		if m.Status != nil {
-			m.judge = &judge{src: m.Status, clusters: s.clusters, kustomization: m.Kustomization, options: o.StatusOptions,
+			m.judge = &judge{src: m.Status, kinds: status.KindsOf(o.Pipeline.Config.Format == generator.FormatArgo),
+				clusters: s.clusters, kustomization: m.Kustomization, options: o.StatusOptions,
 				carries: s.carries, review: s.reviews.review, ttl: 2 * time.Second}
 			if f := o.Pipeline.Config.Flux; f.PerNamespace() {
 				m.judge.perNamespace = f.SourceNamespace

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/status"
 )
@@ -12,7 +14,9 @@ import (
 // judge evaluates clusters from a snapshot of the management cluster that is at most ttl
 // old, so a burst of status requests costs one listing of the cache, not one each.
 type judge struct {
-	src           status.Source
+	src status.Source
+	// kinds are what the snapshot lists (status.KindsOf the output format).
+	kinds         []schema.GroupVersionKind
 	clusters      *reconciler.Clusters
 	kustomization string
 	// perNamespace is the Flux namespace of the per-namespace layout's Kustomizations
@@ -45,7 +49,11 @@ func (j *judge) snapshotAfter(ctx context.Context, t time.Time) (*status.Snapsho
 	if j.snap != nil && time.Since(j.taken) < j.ttl && j.taken.After(t) {
 		return j.snap, j.err
 	}
-	j.snap, j.err = status.TakeSnapshot(ctx, j.src)
+	kinds := j.kinds
+	if kinds == nil {
+		kinds = status.Kinds
+	}
+	j.snap, j.err = status.TakeSnapshot(ctx, j.src, kinds)
 	if j.snap != nil {
 		if j.kustomization != "" {
 			j.snap.Kustomization = j.kustomization

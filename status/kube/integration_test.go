@@ -299,7 +299,7 @@ func loadState(t *testing.T, name string) (status.View, []*unstructured.Unstruct
 // judge judges one cluster from a snapshot of src, as the service does.
 func judge(t *testing.T, ctx context.Context, src status.Source, v status.View, opts status.Options) status.Report {
 	t.Helper()
-	snap, err := status.TakeSnapshot(ctx, src)
+	snap, err := status.TakeSnapshot(ctx, src, status.Kinds)
 	if err != nil {
 		t.Fatal(err)
 	}

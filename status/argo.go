@@ -1,0 +1,102 @@
+package status
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ArgoGroup is the API group of Argo CD's Application.
+const ArgoGroup = "argoproj.io"
+
+// argoApplication is Argo CD's Application, which stands in Argo mode where Flux has two
+// objects: the repository's Application (the operator's, syncing the clusters' directory,
+// as the Kustomization applies it) and each cluster's own (the chart, as the HelmRelease).
+var argoApplication = schema.GroupVersionKind{Group: ArgoGroup, Version: "v1alpha1", Kind: "Application"}
+
+// isApplication tells Argo CD's Application.
+func isApplication(u *unstructured.Unstructured) bool {
+	group, _ := splitAPIVersion(u)
+	return u != nil && group == ArgoGroup && kindOf(u) == "Application"
+}
+
+// argoApplied is Applied for the Application that syncs the repository: the revision it
+// synced last (status.sync.revision, or the first of status.sync.revisions for a
+// multi-source one), and whether that includes revision, or its deployment history
+// (status.history, newest last) holds revision: a later sync does not take that back.
+func argoApplied(app *unstructured.Unstructured, revision string, opts Options) (applied string, ok bool) {
+	applied = stringAt(app, "status", "sync", "revision")
+	if applied == "" {
+		revs, _, _ := unstructured.NestedStringSlice(app.Object, "status", "sync", "revisions")
+		if len(revs) > 0 {
+			applied = revs[0]
+		}
+	}
+	if revision == "" {
+		return applied, false
+	}
+	history, _, _ := unstructured.NestedSlice(app.Object, "status", "history")
+	for _, h := range history {
+		e, _ := h.(map[string]any)
+		rev, _ := e["revision"].(string)
+		revs, _ := e["revisions"].([]any)
+		if rev == revision || len(revs) > 0 && revs[0] == revision {
+			return applied, true
+		}
+	}
+	return applied, applied != "" && opts.includes(applied, revision)
+}
+
+// argoChain is gitopsChain for a cluster's own Application: what stands between the
+// commit and the chart's objects, in Argo CD's own words. A sync that failed or errored,
+// or an error condition (ComparisonError, InvalidSpecError, SyncError …), fails the
+// operation now: Argo CD retries a failed automated sync only when the source changes. An
+// Application out of sync, syncing, or not Healthy yet is in progress, and the operation's
+// deadline judges it.
+func argoChain(v View, app *unstructured.Unstructured) *blocker {
+	name := "Application " + app.GetName()
+	for _, c := range sliceAt(app, "status", "conditions") {
+		typ, _ := c["type"].(string)
+		if strings.HasSuffix(typ, "Error") {
+			msg, _ := c["message"].(string)
+			return &blocker{failed: true, reason: fmt.Sprintf("%s: %s: %s", name, typ, oneLine(msg))}
+		}
+	}
+	phase := stringAt(app, "status", "operationState", "phase")
+	opMessage := oneLine(stringAt(app, "status", "operationState", "message"))
+	switch phase {
+	case "Failed", "Error":
+		verb := map[string]string{"Failed": "failed", "Error": "errored"}[phase]
+		return &blocker{failed: true, reason: fmt.Sprintf("Argo CD sync of %s %s: %s", name, verb, opMessage)}
+	case "Running", "Terminating":
+		return &blocker{reason: fmt.Sprintf("Argo CD is syncing %s: %s", name, cmp.Or(opMessage, "in progress"))}
+	}
+	if sync := stringAt(app, "status", "sync", "status"); sync != "Synced" {
+		return &blocker{reason: fmt.Sprintf("waiting for Argo CD to sync %s (%s)", name, cmp.Or(sync, "Unknown"))}
+	}
+	// The chart's objects are applied. While they come up (Progressing) the Cluster API
+	// conditions behind them say more than Argo CD's health checks; Degraded holds the
+	// operation with Argo CD's message until its deadline.
+	if stringAt(app, "status", "health", "status") == "Degraded" {
+		return &blocker{reason: fmt.Sprintf("%s is Degraded: %s", name, cmp.Or(oneLine(stringAt(app, "status", "health", "message")), "see its resources' health in Argo CD"))}
+	}
+	return nil
+}
+
+// sliceAt is the list of maps at path; nil when absent.
+func sliceAt(u *unstructured.Unstructured, path ...string) []map[string]any {
+	if u == nil {
+		return nil
+	}
+	list, _, _ := unstructured.NestedSlice(u.Object, path...)
+	out := make([]map[string]any, 0, len(list))
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+package status_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/status"
+)
+
+// application is an Argo CD Application with the given status (YAML), as the API server
+// returns it.
+func application(t *testing.T, name, statusYAML string) *unstructured.Unstructured {
+	t.Helper()
+	var st map[string]any
+	if err := yaml.Unmarshal([]byte(statusYAML), &st); err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": name, "namespace": "argocd"},
+		"spec":     map[string]any{"destination": map[string]any{"namespace": "magnum-p1"}},
+		"status":   st,
+	}}
+}
+
+// TestArgoApplied: the one "applied?" rule reads the repository's Application as it reads a
+// Kustomization: the synced revision, its history, or the ancestry of what it synced.
+func TestArgoApplied(t *testing.T) {
+	t.Parallel()
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	for _, tc := range []struct {
+		name, status string
+		opts         status.Options
+		want         bool
+	}{
+		{"the commit synced", "sync: {status: Synced, revision: " + a + "}", status.Options{}, true},
+		{"another commit synced", "sync: {status: Synced, revision: " + b + "}", status.Options{}, false},
+		{"multi-source: the first source's revision", "sync: {status: Synced, revisions: [" + a + ", 0.27.0]}", status.Options{}, true},
+		{"synced before, a later one since", "sync: {status: Synced, revision: " + b + "}\nhistory: [{id: 0, revision: " + a + "}, {id: 1, revision: " + b + "}]", status.Options{}, true},
+		{"a later commit that includes it", "sync: {status: OutOfSync, revision: " + b + "}",
+			status.Options{Ancestry: status.Ancestry{Applied: b, Includes: true}}, true},
+		{"never synced", "sync: {status: Unknown}", status.Options{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := application(t, "magnum-clusters", tc.status)
+			if _, got := status.Applied(app, a, tc.opts); got != tc.want {
+				t.Errorf("Applied = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestArgoChain: a cluster's own Application stands where Flux's HelmRelease does, and
+// Argo CD's own words become the status_reason.
+func TestArgoChain(t *testing.T) {
+	t.Parallel()
+	const stackID = "k1-abc"
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	v := status.View{ClusterUUID: "u1", StackID: stackID, Namespace: "magnum-p1", Status: v1alpha1.CreateInProgress, Since: now.Add(-time.Minute)}
+	for _, tc := range []struct {
+		name, status string
+		want         v1alpha1.ClusterStatus
+		reason       string
+	}{
+		{"a sync that failed", "sync: {status: OutOfSync}\noperationState: {phase: Failed, message: 'one or more objects failed to apply, reason: admission webhook denied'}",
+			v1alpha1.CreateFailed, "Argo CD sync of Application k1-abc failed: one or more objects failed to apply, reason: admission webhook denied"},
+		{"a sync that errored", "operationState: {phase: Error, message: 'rpc error: repository not accessible'}",
+			v1alpha1.CreateFailed, "Argo CD sync of Application k1-abc errored: rpc error: repository not accessible"},
+		{"a comparison error", "sync: {status: Unknown}\nconditions: [{type: ComparisonError, message: \"Failed to load target state: chart not found\"}]",
+			v1alpha1.CreateFailed, "Application k1-abc: ComparisonError: Failed to load target state: chart not found"},
+		{"syncing", "sync: {status: OutOfSync}\noperationState: {phase: Running, message: 'waiting for healthy state of cluster.x-k8s.io/Cluster/k1-abc'}",
+			v1alpha1.CreateInProgress, "Argo CD is syncing Application k1-abc: waiting for healthy state of cluster.x-k8s.io/Cluster/k1-abc"},
+		{"out of sync", "sync: {status: OutOfSync}", v1alpha1.CreateInProgress, "waiting for Argo CD to sync Application k1-abc (OutOfSync)"},
+		{"degraded", "sync: {status: Synced}\nhealth: {status: Degraded, message: 'machine k1-abc-md-0 failed'}\noperationState: {phase: Succeeded}",
+			v1alpha1.CreateInProgress, "Application k1-abc is Degraded: machine k1-abc-md-0 failed"},
+		{"synced: Cluster API decides", "sync: {status: Synced}\nhealth: {status: Progressing}\noperationState: {phase: Succeeded}",
+			v1alpha1.CreateInProgress, "waiting for Cluster k1-abc to be created"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := status.Objects{Application: application(t, stackID, tc.status)}
+			r := status.Evaluate(v, o, status.Options{Now: now, CreateTimeout: time.Hour})
+			if r.Status != tc.want || r.StatusReason != tc.reason {
+				t.Errorf("Evaluate = %s %q, want %s %q", r.Status, r.StatusReason, tc.want, tc.reason)
+			}
+		})
+	}
+	// Deleting: the Application goes first (its resources finalizer prunes the Cluster).
+	d := v
+	d.Status = v1alpha1.DeleteInProgress
+	r := status.Evaluate(d, status.Objects{Application: application(t, stackID, "sync: {status: Synced}")}, status.Options{Now: now})
+	if r.Status != v1alpha1.DeleteInProgress || !strings.Contains(r.StatusReason, "Argo CD to delete Application k1-abc") {
+		t.Errorf("deleting with the Application left: %s %q", r.Status, r.StatusReason)
+	}
+}
