@@ -1,6 +1,7 @@
 package status_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +96,46 @@ func TestArgoChain(t *testing.T) {
 	r := status.Evaluate(d, status.Objects{Application: application(t, stackID, "sync: {status: Synced}")}, status.Options{Now: now})
 	if r.Status != v1alpha1.DeleteInProgress || !strings.Contains(r.StatusReason, "Argo CD to delete Application k1-abc") {
 		t.Errorf("deleting with the Application left: %s %q", r.Status, r.StatusReason)
+	}
+}
+
+// TestArgoSnapshot: in Argo mode the snapshot finds each cluster's Application by the
+// namespace it deploys into, the repository's Application by name, and discovers the
+// clusters from their Applications' values; in Flux mode it lists no Application at all.
+func TestArgoSnapshot(t *testing.T) {
+	t.Parallel()
+	a := strings.Repeat("a", 40)
+	parent := application(t, "magnum-clusters", "sync: {status: Synced, revision: "+a+"}")
+	parent.SetLabels(nil)
+	child := application(t, "k1-abc", "sync: {status: Synced}")
+	child.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "magnum-gitops", "magnum.openstack.org/cluster-uuid": "u1"})
+	_ = unstructured.SetNestedSlice(child.Object, []any{map[string]any{"name": "default-worker", "machineCount": int64(2)}},
+		"spec", "source", "helm", "valuesObject", "nodeGroups")
+	src := status.StaticSource([]*unstructured.Unstructured{parent, child})
+
+	snap, err := status.TakeSnapshot(context.Background(), src, status.KindsOf(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap.Kustomization = "argocd/magnum-clusters"
+	views := snap.Discover()
+	if len(views) != 1 || views[0].StackID != "k1-abc" || views[0].Namespace != "magnum-p1" || views[0].ClusterUUID != "u1" ||
+		len(views[0].NodeGroups) != 2 || views[0].NodeGroups[1].NodeCount != 2 {
+		t.Fatalf("Discover = %+v, want the cluster of the Application with its two node groups", views)
+	}
+	o := snap.Objects(views[0])
+	if o.Application != child || o.Kustomization != parent {
+		t.Errorf("Objects: Application %v, applier %v", o.Application.GetName(), o.Kustomization.GetName())
+	}
+	if _, ok, known := snap.Applied("magnum-p1", a, status.Options{}); !ok || !known {
+		t.Errorf("Applied through the repository's Application: %v %v", ok, known)
+	}
+
+	flux, err := status.TakeSnapshot(context.Background(), src, status.KindsOf(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := flux.Discover(); len(v) != 0 {
+		t.Errorf("Flux mode discovered %v from Applications", v)
 	}
 }

@@ -175,30 +175,37 @@ func (s *Snapshot) KustomizationFor(namespace string) string {
 	return s.Kustomization
 }
 
-// Discover makes a view for every Flux HelmRelease magnum-gitops manages, as if an update
+// Discover makes a view for every Flux HelmRelease (or Argo CD Application) magnum-gitops manages, as if an update
 // were in progress, so that the judgement says where each cluster stands when Magnum's
 // side is not at hand. The node groups come from the release's values.
 func (s *Snapshot) Discover() []View {
 	var out []View
 	for _, objs := range s.byCluster {
 		for _, hr := range objs {
-			if g, _ := splitAPIVersion(hr); g != FluxHelmGroup || kindOf(hr) != "HelmRelease" || label(hr, magnum.LabelManagedBy) != magnum.ManagedBy {
+			g, _ := splitAPIVersion(hr)
+			argo := isApplication(hr)
+			if !argo && (g != FluxHelmGroup || kindOf(hr) != "HelmRelease") || label(hr, magnum.LabelManagedBy) != magnum.ManagedBy {
 				continue
 			}
+			values, ns := []string{"spec", "values"}, hr.GetNamespace()
+			if argo {
+				values, ns = []string{"spec", "source", "helm", "valuesObject"}, stringAt(hr, "spec", "destination", "namespace")
+			}
 			out = append(out, View{ClusterUUID: label(hr, magnum.LabelClusterUUID), StackID: hr.GetName(),
-				Name: hr.GetAnnotations()[magnum.AnnotationClusterName], Namespace: hr.GetNamespace(),
-				Status: v1alpha1.UpdateInProgress, NodeGroups: nodeGroupsFromValues(hr)})
+				Name: hr.GetAnnotations()[magnum.AnnotationClusterName], Namespace: ns,
+				Status: v1alpha1.UpdateInProgress, NodeGroups: nodeGroupsFromValues(hr, values...)})
 		}
 	}
 	slices.SortFunc(out, func(a, b View) int { return cmp.Compare(a.Namespace+"/"+a.StackID, b.Namespace+"/"+b.StackID) })
 	return out
 }
 
-// nodeGroupsFromValues reads the node groups of a HelmRelease's chart values: the control
+// nodeGroupsFromValues reads the node groups of the chart values at the path values (a
+// HelmRelease's spec.values, an Application's spec.source.helm.valuesObject): the control
 // plane and every nodeGroups entry.
-func nodeGroupsFromValues(hr *unstructured.Unstructured) []NodeGroupView {
+func nodeGroupsFromValues(hr *unstructured.Unstructured, values ...string) []NodeGroupView {
 	out := []NodeGroupView{{Name: v1alpha1.DefaultMasterNodeGroup, Role: v1alpha1.RoleMaster, Status: v1alpha1.UpdateInProgress, IsDefault: true}}
-	groups, _, _ := unstructured.NestedSlice(hr.Object, "spec", "values", "nodeGroups")
+	groups, _, _ := unstructured.NestedSlice(hr.Object, append(values, "nodeGroups")...)
 	for _, g := range groups {
 		m, _ := g.(map[string]any)
 		n, _ := m["machineCount"].(int64)

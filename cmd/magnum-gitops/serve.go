@@ -204,7 +204,7 @@ func (o *serveOptions) management(ctx context.Context, file *config.File, so *se
 	for _, e := range entries {
 		rr := cmp.Or(e.ReconcileRequest, file.Serve.ReconcileRequest)
 		m := service.ManagementCluster{Name: e.Name,
-			Kustomization: cmp.Or(e.Kustomization, file.Serve.Kustomization, status.DefaultKustomization)}
+			Kustomization: cmp.Or(e.Kustomization, file.Serve.Kustomization, defaultApplier(file))}
 		if o.objectsFile != "" {
 			if rr.Name != "" {
 				return config.Invalid(errors.New("serve.reconcile_request: needs a management cluster, not --objects"))
@@ -315,4 +315,14 @@ func (f fileSource) List(ctx context.Context, gvk schema.GroupVersionKind) ([]*u
 		return nil, fmt.Errorf("%s: %w", string(f), err)
 	}
 	return status.StaticSource(objs).List(ctx, gvk)
+}
+
+// defaultApplier names (namespace/name) what applies the repository unless
+// serve.kustomization does: Flux's Kustomization as deploy/flux has it, or in Argo mode the
+// parent Application of deploy/argocd, in argo.namespace.
+func defaultApplier(file *config.File) string {
+	if file.Format == generator.FormatArgo {
+		return cmp.Or(file.Argo.Namespace, "argocd") + "/magnum-clusters"
+	}
+	return status.DefaultKustomization
 }

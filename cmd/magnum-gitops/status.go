@@ -61,7 +61,7 @@ server.`,
 	f.StringVar(&o.configFile, "config", "", "configuration file (namespace prefix)")
 	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for the API server")
 	f.StringVar(&o.revision, "revision", "", "Git commit of the operation: until Flux has applied it, the cluster is waiting for Flux")
-	f.StringVar(&o.kustomization, "kustomization", status.DefaultKustomization, "namespace/name of the Flux Kustomization that applies the repository")
+	f.StringVar(&o.kustomization, "kustomization", "", "namespace/name of the Flux Kustomization that applies the repository, or with format: argo its parent Application (default flux-system/magnum-clusters, argocd/magnum-clusters)")
 	f.DurationVar(&o.updateTimeout, "update-timeout", time.Hour, "an update not complete after this is UPDATE_FAILED (create uses the cluster's create_timeout)")
 	f.DurationVar(&o.deleteTimeout, "delete-timeout", time.Hour, "a delete not complete after this is DELETE_FAILED")
 	f.DurationVar(&o.machineDeadline, "machine-failure-deadline", 15*time.Minute, "how long a Machine may report an infrastructure error before the operation fails")
@@ -98,7 +98,7 @@ func (o *statusOptions) run(ctx context.Context, stdin io.Reader, w io.Writer, f
 	defer cancel()
 	snap, snapErr := status.TakeSnapshot(tctx, src, status.KindsOf(file.Format == generator.FormatArgo))
 	if snapErr == nil {
-		snap.Kustomization = o.kustomization
+		snap.Kustomization = cmp.Or(o.kustomization, defaultApplier(file))
 		if file.Flux.PerNamespace() {
 			snap.PerNamespace = file.Flux.SourceNamespace
 		}
