@@ -23,27 +23,45 @@ func isApplication(u *unstructured.Unstructured) bool {
 	return u != nil && group == ArgoGroup && kindOf(u) == "Application"
 }
 
-// argoApplied is Applied for the Application that syncs the repository: the revision it
-// synced last (status.sync.revision, or the first of status.sync.revisions for a
-// multi-source one), and whether that includes revision, or its deployment history
-// (status.history, newest last) holds revision: a later sync does not take that back.
+// argoApplied is Applied for the Application that syncs the repository. Its
+// status.sync.revision is the revision Argo CD compared with the cluster, synced or not (a
+// sync that failed leaves it at the failed commit, OutOfSync; a source that does not
+// render leaves the branch name there): it counts as applied only while Synced. What Argo
+// CD did apply is its deployment history (status.history, one entry per successful sync,
+// newest last): the revision applied last, and whether revision is among them, or included
+// in the last applied one (Options.Ancestry). A multi-source Application's first source is
+// the repository (status.sync.revisions, history revisions).
 func argoApplied(app *unstructured.Unstructured, revision string, opts Options) (applied string, ok bool) {
-	applied = stringAt(app, "status", "sync", "revision")
-	if applied == "" {
-		revs, _, _ := unstructured.NestedStringSlice(app.Object, "status", "sync", "revisions")
-		if len(revs) > 0 {
-			applied = revs[0]
+	first := func(rev string, revs []string) string {
+		if rev == "" && len(revs) > 0 {
+			return revs[0]
 		}
+		return rev
+	}
+	var deployed []string
+	for _, h := range sliceAt(app, "status", "history") {
+		rev, _ := h["revision"].(string)
+		var revs []string
+		if list, ok := h["revisions"].([]any); ok {
+			for _, r := range list {
+				s, _ := r.(string)
+				revs = append(revs, s)
+			}
+		}
+		deployed = append(deployed, first(rev, revs))
+	}
+	if len(deployed) > 0 {
+		applied = deployed[len(deployed)-1]
+	}
+	if stringAt(app, "status", "sync", "status") == "Synced" {
+		revs, _, _ := unstructured.NestedStringSlice(app.Object, "status", "sync", "revisions")
+		applied = cmp.Or(first(stringAt(app, "status", "sync", "revision"), revs), applied)
 	}
 	if revision == "" {
 		return applied, false
 	}
-	history, _, _ := unstructured.NestedSlice(app.Object, "status", "history")
-	for _, h := range history {
-		e, _ := h.(map[string]any)
-		rev, _ := e["revision"].(string)
-		revs, _ := e["revisions"].([]any)
-		if rev == revision || len(revs) > 0 && revs[0] == revision {
+	for _, d := range deployed {
+		if d == revision {
 			return applied, true
 		}
 	}

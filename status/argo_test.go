@@ -2,6 +2,8 @@ package status_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,8 +45,9 @@ func TestArgoApplied(t *testing.T) {
 		{"another commit synced", "sync: {status: Synced, revision: " + b + "}", status.Options{}, false},
 		{"multi-source: the first source's revision", "sync: {status: Synced, revisions: [" + a + ", 0.27.0]}", status.Options{}, true},
 		{"synced before, a later one since", "sync: {status: Synced, revision: " + b + "}\nhistory: [{id: 0, revision: " + a + "}, {id: 1, revision: " + b + "}]", status.Options{}, true},
-		{"a later commit that includes it", "sync: {status: OutOfSync, revision: " + b + "}",
+		{"a later commit that includes it", "sync: {status: Synced, revision: " + b + "}",
 			status.Options{Ancestry: status.Ancestry{Applied: b, Includes: true}}, true},
+		{"compared with, not synced: a failed sync", "sync: {status: OutOfSync, revision: " + a + "}\nhistory: [{id: 0, revision: " + b + "}]", status.Options{}, false},
 		{"never synced", "sync: {status: Unknown}", status.Options{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,5 +140,60 @@ func TestArgoSnapshot(t *testing.T) {
 	}
 	if v := flux.Discover(); len(v) != 0 {
 		t.Errorf("Flux mode discovered %v from Applications", v)
+	}
+}
+
+// TestArgoRecorded reads the Applications recorded from the real Argo CD controllers
+// (fixtures/status/argo): the one "applied?" rule on each as the repository's Application,
+// and what each says as a cluster's own.
+func TestArgoRecorded(t *testing.T) {
+	t.Parallel()
+	load := func(name string) *unstructured.Unstructured {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("../fixtures/status/argo", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	const (
+		first  = "1af593eac36877a09f62351b4043b208369297df" // the first commit, synced
+		failed = "a8e404bf1c0e0876d69f6fc0d568a44b43685bda" // a kind without a CRD
+		deploy = "f2ade19afae8e32d6b7b0c4319099b0ed4123383" // a Deployment
+	)
+	now := time.Date(2026, 11, 28, 20, 0, 0, 0, time.UTC)
+	v := status.View{ClusterUUID: "u1", StackID: "demo", Namespace: "demo", Status: v1alpha1.UpdateInProgress, Since: now.Add(-time.Minute)}
+	for _, tc := range []struct {
+		file            string
+		revision        string
+		applied         bool
+		appliedRevision string
+		status          v1alpha1.ClusterStatus
+		reason          string // a prefix
+	}{
+		{"01-synced-healthy.yaml", first, true, first, v1alpha1.UpdateInProgress, "waiting for Cluster demo to be created"},
+		{"02-sync-retrying.yaml", failed, false, first, v1alpha1.UpdateInProgress,
+			"Argo CD is syncing Application demo: one or more synchronization tasks are not valid: failed to discover server resources for group version widgets.example.org/v1"},
+		{"03-sync-failed.yaml", failed, false, first, v1alpha1.UpdateFailed, "Application demo: SyncError: Failed last sync attempt to [" + failed + "]"},
+		{"03-sync-failed.yaml", first, true, first, v1alpha1.UpdateFailed, "Application demo: SyncError"},
+		{"04-comparison-error.yaml", deploy, false, first, v1alpha1.UpdateFailed, "Application demo: ComparisonError: Failed to load target state"},
+		{"05-progressing.yaml", deploy, true, deploy, v1alpha1.UpdateInProgress, "waiting for Cluster demo to be created"},
+		{"06-degraded.yaml", deploy, true, deploy, v1alpha1.UpdateInProgress, "Application demo is Degraded: Caused by apps/Deployment:demo/web"},
+	} {
+		t.Run(tc.file+"@"+tc.revision[:7], func(t *testing.T) {
+			app := load(tc.file)
+			applied, ok := status.Applied(app, tc.revision, status.Options{})
+			if ok != tc.applied || applied != tc.appliedRevision {
+				t.Errorf("Applied(%s) = %s %v, want %s %v", tc.revision[:7], applied, ok, tc.appliedRevision, tc.applied)
+			}
+			r := status.Evaluate(v, status.Objects{Application: app}, status.Options{Now: now, UpdateTimeout: time.Hour})
+			if r.Status != tc.status || !strings.HasPrefix(r.StatusReason, tc.reason) {
+				t.Errorf("Evaluate = %s %q, want %s %q…", r.Status, r.StatusReason, tc.status, tc.reason)
+			}
+		})
 	}
 }

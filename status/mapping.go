@@ -273,6 +273,9 @@ func revisionPending(v View, o Objects, opts Options) (pending string, refused b
 		return "", false
 	}
 	if applied, ok := Applied(k, v.Revision, opts); !ok {
+		if isApplication(k) {
+			return opts.Review.pending(fmt.Sprintf("waiting for Argo CD to sync revision %s (Application %s synced: %s)", short(v.Revision), k.GetName(), cmp.Or(short(applied), "none")))
+		}
 		return opts.Review.pending(fmt.Sprintf("waiting for Flux to apply revision %s (applied: %s)", short(v.Revision), cmp.Or(short(applied), "none")))
 	}
 	return "", false
