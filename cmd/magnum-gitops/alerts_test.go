@@ -186,7 +186,7 @@ func selectedMetrics(expr string) ([]string, error) {
 		}
 		name := vs.Name
 		for _, m := range vs.LabelMatchers {
-			if m.Name != labels.MetricName {
+			if m.Name != model.MetricNameLabel {
 				continue
 			}
 			if m.Type != labels.MatchEqual {

@@ -3,7 +3,7 @@ package main
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -21,5 +21,5 @@ func eventRecorder(cfg *rest.Config) (rec service.EventRecorder, stop func(), er
 	}
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "magnum-gitops"}), b.Shutdown, nil
+	return b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "magnum-gitops"}), b.Shutdown, nil
 }

@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,7 +81,7 @@ func TestDeleteChoreographyOnAPIServer(t *testing.T) {
 	recorder.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(env.Config).CoreV1().Events("")})
 	h := start(t, func(o *service.Options) {
 		o.Management = []service.ManagementCluster{{Status: kube.Source{Reader: m.r}, Kube: env.Client, Kustomization: "flux-system/magnum-clusters",
-			Events: recorder.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "magnum-gitops"})}}
+			Events: recorder.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "magnum-gitops"})}}
 	})
 	for _, f := range []string{"01-prod-a-create.yaml", "08-prod-a-delete.yaml"} {
 		if code, ans := h.post(fixture(t, f)); code != http.StatusOK {

@@ -55,7 +55,7 @@ func (a *Argo) Refresh(name, kind string) {
 func (a *Argo) WaitFor(name string, timeout time.Duration, done func(app *unstructured.Unstructured) (bool, string)) *unstructured.Unstructured {
 	a.t.Helper()
 	deadline := time.Now().Add(timeout)
-	why := "never read"
+	var why string
 	var last *unstructured.Unstructured
 	for {
 		app, err := a.get(context.Background(), name)
