@@ -160,11 +160,19 @@ func TestArgoRecorded(t *testing.T) {
 		}
 		return u
 	}
-	const (
-		first  = "1af593eac36877a09f62351b4043b208369297df" // the first commit, synced
-		failed = "a8e404bf1c0e0876d69f6fc0d568a44b43685bda" // a kind without a CRD
-		deploy = "f2ade19afae8e32d6b7b0c4319099b0ed4123383" // a Deployment
-	)
+	// The commits of the recording's steps, as its Applications name them (each recording
+	// makes new ones): the first, synced; the one adding a kind without a CRD; the one
+	// adding a Deployment.
+	revisionAt := func(file string, path ...string) string {
+		rev, _, _ := unstructured.NestedString(load(file).Object, path...)
+		if len(rev) != 40 {
+			t.Fatalf("%s: %v is %q, not a commit", file, path, rev)
+		}
+		return rev
+	}
+	first := revisionAt("01-synced-healthy.yaml", "status", "sync", "revision")
+	failed := revisionAt("02-sync-retrying.yaml", "operation", "sync", "revision")
+	deploy := revisionAt("05-progressing.yaml", "status", "sync", "revision")
 	now := time.Date(2026, 11, 28, 20, 0, 0, 0, time.UTC)
 	v := status.View{ClusterUUID: "u1", StackID: "demo", Namespace: "demo", Status: v1alpha1.UpdateInProgress, Since: now.Add(-time.Minute)}
 	for _, tc := range []struct {
@@ -175,6 +183,8 @@ func TestArgoRecorded(t *testing.T) {
 		status          v1alpha1.ClusterStatus
 		reason          string // a prefix
 	}{
+		// a commit that is no step of the recording: never applied
+		{"05-progressing.yaml", strings.Repeat("0", 40), false, deploy, v1alpha1.UpdateInProgress, "waiting for Cluster demo to be created"},
 		{"01-synced-healthy.yaml", first, true, first, v1alpha1.UpdateInProgress, "waiting for Cluster demo to be created"},
 		{"02-sync-retrying.yaml", failed, false, first, v1alpha1.UpdateInProgress,
 			"Argo CD is syncing Application demo: one or more synchronization tasks are not valid: failed to discover server resources for group version widgets.example.org/v1"},

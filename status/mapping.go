@@ -365,6 +365,9 @@ func controlPlaneDone(v View, o Objects, opts Options, cc conditionCache) *block
 	if kcp == nil {
 		return &blocker{reason: "waiting for KubeadmControlPlane " + name}
 	}
+	if gen, stale := unobserved(kcp); stale {
+		return &blocker{reason: fmt.Sprintf("waiting for Cluster API to reconcile KubeadmControlPlane %s generation %d", name, gen)}
+	}
 	c := cc.conditions(kcp)
 	spec, _ := intAt(kcp, fieldPath("spec", "replicas"))
 	replicas, _ := intAt(kcp, fieldPath("status", "replicas"))
@@ -389,6 +392,9 @@ func controlPlaneDone(v View, o Objects, opts Options, cc conditionCache) *block
 // machineDeploymentDone: the right number of machines, all up to date and ready, nothing
 // rolling out or scaling.
 func machineDeploymentDone(md *unstructured.Unstructured, cc conditionCache) bool {
+	if _, stale := unobserved(md); stale {
+		return false
+	}
 	c := cc.conditions(md)
 	spec, replicas, upToDate, ready := machineDeploymentCounts(md)
 	for _, t := range []string{"RollingOut", "ScalingUp", "ScalingDown"} {
@@ -398,6 +404,16 @@ func machineDeploymentDone(md *unstructured.Unstructured, cc conditionCache) boo
 	}
 	phase := stringAt(md, "status", "phase")
 	return spec == replicas && replicas == upToDate && upToDate == ready && (phase == "" || phase == "Running")
+}
+
+// unobserved reports whether a Cluster API object's status speaks of an older spec than its
+// own (status.observedGeneration below metadata.generation), and the generation waited
+// for: right after Helm changes a MachineDeployment's template its status still counts
+// every replica up to date, until the controller has seen the change. An object without
+// observedGeneration is judged by its other fields.
+func unobserved(u *unstructured.Unstructured) (generation int64, stale bool) {
+	observed, found, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	return u.GetGeneration(), found && observed < u.GetGeneration()
 }
 
 // machineDeploymentCounts reads a MachineDeployment's wanted, current, up-to-date and ready
@@ -416,6 +432,9 @@ func machineDeploymentCounts(md *unstructured.Unstructured) (spec, replicas, upT
 // Machine ready in v1beta2 only once its Ready condition is True, shortly after its node is,
 // and its v1beta1 conditions are all True by then).
 func machineDeploymentBlocker(name string, md *unstructured.Unstructured, cc conditionCache) string {
+	if gen, stale := unobserved(md); stale {
+		return fmt.Sprintf("waiting for Cluster API to reconcile MachineDeployment %s generation %d", name, gen)
+	}
 	c := cc.conditions(md)
 	if len(c.Waiting()) > 0 || len(c.Busy()) > 0 {
 		return describe("MachineDeployment", name, c)

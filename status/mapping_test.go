@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"sigs.k8s.io/yaml"
 
@@ -278,4 +279,38 @@ func e2eTestNames(t *testing.T) []string {
 		t.Fatal("no tests found in test/e2e")
 	}
 	return names
+}
+
+// TestUnobservedSpec: right after Helm changes a MachineDeployment's or the control
+// plane's spec, its status still counts every replica up to date until Cluster API has
+// observed the new generation: the update must not complete on that (seen with the real
+// controllers: a flavor change judged UPDATE_COMPLETE before the workers rolled).
+func TestUnobservedSpec(t *testing.T) {
+	t.Parallel()
+	sf, ok := loadStates(t)["65-real-resize-complete.yaml"]
+	if !ok {
+		t.Fatal("no fixture 65-real-resize-complete.yaml")
+	}
+	for _, tc := range []struct{ kind, reason string }{
+		{"MachineDeployment", "waiting for Cluster API to reconcile MachineDeployment "},
+		{"KubeadmControlPlane", "waiting for Cluster API to reconcile KubeadmControlPlane "},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			v, o, opts := sf.inputs(t, true)
+			if r := status.Evaluate(v, o, opts); r.Status != v1alpha1.UpdateComplete {
+				t.Fatalf("the fixture as recorded: %s %q, want UPDATE_COMPLETE", r.Status, r.StatusReason)
+			}
+			objs := append([]*unstructured.Unstructured{o.ControlPlane}, o.MachineDeployments...)
+			for _, u := range objs {
+				if u.GetKind() == tc.kind {
+					observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+					u.SetGeneration(observed + 1)
+				}
+			}
+			r := status.Evaluate(v, o, opts)
+			if r.Status != v1alpha1.UpdateInProgress || !strings.Contains(r.StatusReason, tc.reason) {
+				t.Errorf("with the %s's new spec not observed yet: %s %q, want UPDATE_IN_PROGRESS %q…", tc.kind, r.Status, r.StatusReason, tc.reason)
+			}
+		})
+	}
 }
