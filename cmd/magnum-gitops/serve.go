@@ -170,7 +170,7 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		MaxGroup: file.Serve.Group.MaxEvents, MaxWait: file.Serve.Group.MaxWait.Duration,
 		ShutdownDelay:  o.shutdownDelayFrom(&file.Serve),
 		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log, Registry: reg,
-		StatusOptions: serveStatusOptions(&file.Serve)}
+		StatusOptions: serveStatusOptions(file)}
 	if so.Review, err = reviewOptions(ctx, file, refused, log); err != nil {
 		return config.Invalid(err)
 	}
@@ -183,14 +183,25 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	return service.Run(ctx, so)
 }
 
-// serveStatusOptions are serve's status judgement: the defaults, with the section's
-// machine-failure deadline.
-func serveStatusOptions(c *config.Serve) func(time.Time) status.Options {
+// serveStatusOptions are serve's status judgement: the defaults, with the serve section's
+// machine-failure deadline and the control plane conditions of [capi_helm].
+func serveStatusOptions(file *config.File) func(time.Time) status.Options {
 	return func(now time.Time) status.Options {
-		o := status.DefaultOptions(now)
-		o.MachineFailureDeadline = c.MachineFailureDeadlineOr(o.MachineFailureDeadline)
+		o := configuredStatusOptions(file, now)
+		o.MachineFailureDeadline = file.Serve.MachineFailureDeadlineOr(o.MachineFailureDeadline)
 		return o
 	}
+}
+
+// configuredStatusOptions are the default status options with what the configuration
+// says of them: the KubeadmControlPlane conditions a ready control plane must have
+// (magnum.capi_helm.k8s_control_plane_resource_conditions, the driver's option).
+func configuredStatusOptions(file *config.File, now time.Time) status.Options {
+	o := status.DefaultOptions(now)
+	if c := file.Magnum.CapiHelm.K8sControlPlaneResourceConditions; len(c) > 0 {
+		o.ControlPlaneConditions = c
+	}
+	return o
 }
 
 // management connects to each management cluster: those of management_clusters, or the

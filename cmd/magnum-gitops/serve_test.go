@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -356,11 +357,18 @@ func TestServeStatusOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o := serveStatusOptions(&config.Serve{MachineFailureDeadline: tc.set})(now)
+			o := serveStatusOptions(&config.File{Serve: config.Serve{MachineFailureDeadline: tc.set}})(now)
 			if o.MachineFailureDeadline != tc.want || !o.Now.Equal(now) || o.CreateTimeout != time.Hour {
 				t.Errorf("options = %+v, want the defaults at %v with MachineFailureDeadline %v", o, now, tc.want)
 			}
 		})
+	}
+	// The driver's [capi_helm] k8s_control_plane_resource_conditions decides what a ready
+	// control plane is, for serve as for the driver.
+	var f config.File
+	f.Magnum.CapiHelm.K8sControlPlaneResourceConditions = []string{"Ready", "MachinesReady"}
+	if o := serveStatusOptions(&f)(now); !slices.Equal(o.ControlPlaneConditions, []string{"Ready", "MachinesReady"}) {
+		t.Errorf("ControlPlaneConditions = %v, want the configured ones", o.ControlPlaneConditions)
 	}
 }
 

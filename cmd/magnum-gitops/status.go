@@ -80,7 +80,7 @@ func (o *statusOptions) run(ctx context.Context, stdin io.Reader, w io.Writer, f
 		return err
 	}
 	var views []status.View
-	opts := status.DefaultOptions(time.Now())
+	opts := configuredStatusOptions(file, time.Now())
 	opts.UpdateTimeout, opts.DeleteTimeout, opts.MachineFailureDeadline = o.updateTimeout, o.deleteTimeout, o.machineDeadline
 	for _, f := range o.magnumFiles {
 		ev, err := decodeInput(stdin, f)
