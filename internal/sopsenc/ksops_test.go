@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
 // ksopsVersion is the KSOPS release hack/ksops.sh builds; its cache directory is named after it.
@@ -24,20 +25,7 @@ const ksopsVersion = "v4.5.1"
 
 // ksopsBin is the directory holding ksops and kustomize: $KSOPS_BIN (what hack/ksops.sh
 // prints on its last line), else the cache it builds into.
-func ksopsBin() string {
-	if d := os.Getenv("KSOPS_BIN"); d != "" {
-		return d
-	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		cache = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(cache, "magnum-gitops", "ksops", ksopsVersion)
-}
+func ksopsBin() string { return testenv.BinDir("KSOPS_BIN", "ksops", ksopsVersion) }
 
 // requireKSOPS returns the binary directory, or skips the test when ksops or kustomize is
 // missing. It skips even when CI is set, unlike the other tests on cached binaries: KSOPS

@@ -72,20 +72,7 @@ type Argo struct {
 
 // binDir is where to look for the binaries: $ARGOCD_BIN (the directory hack/argocd.sh
 // prints on its last line), else the cache it builds into.
-func binDir() string {
-	if d := os.Getenv("ARGOCD_BIN"); d != "" {
-		return d
-	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		cache = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(cache, "magnum-gitops", "argocd", Version)
-}
+func binDir() string { return testenv.BinDir("ARGOCD_BIN", "argocd", Version) }
 
 // binaries are the files hack/argocd.sh leaves in its directory that the harness runs,
 // and whether each must be executable. The controllers are links to one binary, run under

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 )
 
 // Version is the Gitea release hack/gitea.sh builds and this harness runs.
@@ -57,20 +59,7 @@ func locate(dir string) (bin, options string) {
 
 // binDir is where to look for the binary: $GITEA_BIN (the directory hack/gitea.sh prints
 // on its last line), else the cache it builds into.
-func binDir() string {
-	if d := os.Getenv("GITEA_BIN"); d != "" {
-		return d
-	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		cache = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(cache, "magnum-gitops", "gitea")
-}
+func binDir() string { return testenv.BinDir("GITEA_BIN", "gitea") }
 
 // Start runs a new Gitea for the test: it writes its configuration, migrates the database,
 // creates the three users and their tokens through the CLI, starts the web server and
