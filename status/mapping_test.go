@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/status"
 )
 
