@@ -25,8 +25,9 @@ type GroupStats struct {
 // burst of events costs a push per group, not per cluster, and nobody waits on a timer),
 // the planning again on a moved remote (GitSink.commitPlans) and the push.
 type committer struct {
-	sink    *GitSink
-	observe func(GroupStats)
+	sink *GitSink
+	// stats is what the group cost, set before any future resolves.
+	stats GroupStats
 
 	mu      sync.Mutex
 	batch   []submission
@@ -63,8 +64,8 @@ func (f *future) resolve(results []committed, err error) {
 
 // newCommitter starts a committer for a group of members reconciles and commits their
 // batch, on its own goroutine, once each has submitted.
-func newCommitter(ctx context.Context, sink *GitSink, members int, observe func(GroupStats)) *committer {
-	c := &committer{sink: sink, observe: observe, missing: members, ready: make(chan struct{})}
+func newCommitter(ctx context.Context, sink *GitSink, members int) *committer {
+	c := &committer{sink: sink, missing: members, ready: make(chan struct{})}
 	if members == 0 {
 		close(c.ready)
 	}
@@ -87,8 +88,7 @@ func (c *committer) submit(member int, plans []planFunc, stats GroupStats) *futu
 
 // run commits the batch once it is complete, member after member (the order the clusters'
 // operations arrived in, which the history keeps, whatever order the reconciles ended in),
-// and tells the group's cost before any future resolves, so that a client answered
-// finds it counted. Every reconcile of the group submits, whatever became of it, so the
+// and sets the group's cost before any future resolves. Every reconcile of the group submits, whatever became of it, so the
 // batch completes; a context that ended meanwhile fails the push, and so every future.
 func (c *committer) run(ctx context.Context) {
 	<-c.ready
@@ -129,9 +129,7 @@ func (c *committer) run(ctx context.Context) {
 	if pushed {
 		total.Pushes++
 	}
-	if c.observe != nil {
-		c.observe(total)
-	}
+	c.stats = total
 	for i, s := range batch {
 		s.future.resolve(out[i], err)
 	}

@@ -28,8 +28,7 @@ func TestCommitter(t *testing.T) {
 			return gitrepo.Change{Subject: name, Files: map[string][]byte{name + ".yaml": []byte(name)}}, nil
 		}
 	}
-	var observed []GroupStats
-	c := newCommitter(context.Background(), &GitSink{Repo: repo}, 4, func(s GroupStats) { observed = append(observed, s) })
+	c := newCommitter(context.Background(), &GitSink{Repo: repo}, 4)
 	futures := make([]*future, 4)
 	done := make(chan struct{})
 	for _, m := range []int{3, 2, 1, 0} {
@@ -62,7 +61,7 @@ func TestCommitter(t *testing.T) {
 	if got, want := strings.Join(log, " "), "m0-a m0-b m1-a m1-b m3-a m3-b"; got != want {
 		t.Errorf("history %q, want %q (the members' order)", got, want)
 	}
-	if len(observed) != 1 || observed[0].Events != 4 || observed[0].Pushes != 1 {
-		t.Errorf("observed %+v, want one group of 4 events and 1 push", observed)
+	if c.stats.Events != 4 || c.stats.Pushes != 1 {
+		t.Errorf("the group cost %+v, want 4 events and 1 push", c.stats)
 	}
 }

@@ -84,22 +84,20 @@ func (m *management) DeleteSecrets(_ context.Context, _ reconciler.ClusterRecord
 }
 
 // deleter reconciles the deleted cluster rec as serve's leader does, its delete step
-// asking m and reporting to progress.
+// asking m; its reports are read from what Reconcile returns.
 type deleter struct {
 	r        *reconciler.Reconciler
 	clusters *reconciler.Clusters
 	rec      reconciler.ClusterRecord
 	progress []reconciler.DeleteProgress
-	// pushed are the namespaces Pushed heard of.
+	// pushed are the namespaces its Report asks Flux to fetch.
 	pushed []string
 }
 
 func newDeleter(p *reconciler.Pipeline, sink *reconciler.GitSink, rec reconciler.ClusterRecord, m reconciler.Management) *deleter {
 	d := &deleter{clusters: reconciler.NewClusters(), rec: rec}
 	d.clusters.Observe(rec.Event, reconciler.Summary{StackID: rec.StackID, Namespace: rec.Namespace, Root: rec.Root}, time.Now())
-	d.r = &reconciler.Reconciler{Pipeline: p, Sink: sink, Clusters: d.clusters, Management: m,
-		ObserveDelete: func(pr reconciler.DeleteProgress) { d.progress = append(d.progress, pr) },
-		Pushed:        func(ns string, _ []string) { d.pushed = append(d.pushed, ns) }}
+	d.r = &reconciler.Reconciler{Pipeline: p, Sink: sink, Clusters: d.clusters, Management: m}
 	d.r.Start()
 	return d
 }
@@ -107,7 +105,14 @@ func newDeleter(p *reconciler.Pipeline, sink *reconciler.GitSink, rec reconciler
 // step reconciles the cluster once and returns what its delete step reported.
 func (d *deleter) step() []reconciler.DeleteProgress {
 	d.progress, d.pushed = nil, nil
-	d.r.Reconcile(context.Background(), d.rec.Event.Cluster.UUID)
+	for _, res := range d.r.Reconcile(context.Background(), d.rec.Event.Cluster.UUID).Results {
+		if res.Delete != nil {
+			d.progress = append(d.progress, *res.Delete)
+		}
+		for _, p := range res.Pushed {
+			d.pushed = append(d.pushed, p.Namespace)
+		}
+	}
 	return d.progress
 }
 
@@ -197,7 +202,7 @@ func TestDeleteStep(t *testing.T) {
 						t.Errorf("step %d: reported %+v; want failed %v, or a commit", i, pr, s.failed)
 					}
 					if pushed := []string{rec.Namespace}; pr.Commit != "" && !slices.Equal(d.pushed, pushed) {
-						t.Errorf("step %d: Pushed heard %v; want %v", i, d.pushed, pushed)
+						t.Errorf("step %d: the report asks Flux to fetch %v; want %v", i, d.pushed, pushed)
 					}
 					if pr.To == generator.DeleteSecretsRemoved && len(pr.Secrets) != secrets {
 						t.Errorf("step %d: the Secret files removed: %v; want %d", i, pr.Secrets, secrets)

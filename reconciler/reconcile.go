@@ -3,8 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"path"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,27 +35,16 @@ type Reconciler struct {
 	// GroupTimeout bounds a group's commits and push, retries included (default 2m): its
 	// operations are then answered with a retry, and the client retries with the same id.
 	GroupTimeout time.Duration
-	// Observe, when set, is called once per answered event (metrics, logs), with the time
-	// since it arrived: its wait in the queue counts, as its client waited too. What its
-	// group cost is ObserveGroup's.
-	Observe func(s Summary, took time.Duration)
-	// ObserveGroup, when set, is called once per group, after its push and before its
-	// pushed events are answered (so an answered client finds it counted): what the group
-	// cost, which per-event counting would multiply by the group's size.
-	ObserveGroup func(g GroupStats)
-	// Pushed, when set, is called for each commit of a cluster that a push to the
-	// configured branch carried (not to a review branch), with the cluster's namespace and
-	// the paths changed (nil when not known), before its client is answered: the service
-	// asks Flux to fetch it.
-	Pushed func(namespace string, paths []string)
+	// Reports, when set, receives each group's Report once its clients are answered: what
+	// the caller (serve) does beyond the answers (asks Flux to fetch, counts, tells
+	// Kubernetes) it reads there; the Reconciler calls nothing of the caller's.
+	Reports chan<- Report
 	// Now stamps records; time.Now when nil.
 	Now func() time.Time
-	// Management, when set, lets a deleted cluster's reconcile take it through the phases
-	// of its delete (delete.go), and an upgrade chain's through its steps (upgrade.go);
-	// ObserveDelete and ObserveUpgrade, when set, are told what each step did.
-	Management     Management
-	ObserveDelete  func(DeleteProgress)
-	ObserveUpgrade func(UpgradeProgress)
+	// Management, when set, is the reconciler's view of the management clusters: what the
+	// observe step reads to take a deleted cluster through the phases of its delete
+	// (delete.go) and an upgrade chain through its steps (upgrade.go).
+	Management Management
 
 	desired *desired
 	done    chan struct{}
@@ -227,8 +214,14 @@ func (r *Reconciler) Run(ctx context.Context) {
 		// not forever: a remote that accepts the connection and never answers would hold
 		// every client, the readers of the repository and shutdown.
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.GroupTimeout)
-		r.Reconcile(gctx, uuids...)
+		rep := r.Reconcile(gctx, uuids...)
 		cancel()
+		if r.Reports != nil {
+			select {
+			case r.Reports <- rep:
+			case <-ctx.Done(): // the caller may have stopped reading
+			}
+		}
 	}
 }
 
@@ -246,192 +239,48 @@ func (r *Reconciler) collect() {
 	}
 }
 
-// Reconcile reconciles clusters together: each one's own scope, steps and summary, and one
-// push for the commits of them all.
-func (r *Reconciler) Reconcile(ctx context.Context, uuids ...string) {
-	g := newCommitter(ctx, r.Sink, len(uuids), r.ObserveGroup)
+// Reconcile reconciles clusters together: each one's prologue, steps and summary
+// (steps.go), their configured branch's commits in one push by one committer; it returns
+// what they did beyond answering their clients.
+func (r *Reconciler) Reconcile(ctx context.Context, uuids ...string) Report {
+	g := newCommitter(ctx, r.Sink, len(uuids))
 	seen := map[string]string{} // event id → digest, for the group
 	scopes := make([]*scope, len(uuids))
 	for i, uuid := range uuids {
-		scopes[i] = r.load(uuid, i, seen)
+		scopes[i] = r.load(uuid, i, g, seen)
 	}
 	var wg sync.WaitGroup
 	for _, sc := range scopes {
-		wg.Go(func() { r.reconcile(ctx, sc, g) })
+		wg.Go(func() { r.reconcile(ctx, sc) })
 	}
 	wg.Wait()
-}
-
-// scope is what one cluster's reconcile works on, loaded once in its prologue.
-type scope struct {
-	uuid   string
-	member int // its place in its group
-	// ops are the cluster's operations waiting for Git, oldest first.
-	ops []*operation
-	// answered marks the operations answered in the prologue; the summary answers the
-	// others, with outs and errs.
-	answered []bool
-	outs     []*Written
-	errs     []error
-	// del is the delete step's, when the cluster is being deleted and it had something to
-	// do or report; up is the upgrade step's, likewise, during an upgrade chain.
-	del *deletion
-	up  *upgrading
-}
-
-// waiting reports whether operations of the scope wait for Git after the prologue.
-func (sc *scope) waiting() bool {
-	for _, answered := range sc.answered {
-		if !answered {
-			return true
+	rep := Report{Group: g.stats, Results: make([]Result, 0, len(scopes))}
+	for _, sc := range scopes {
+		if sc.result.ClusterUUID != "" {
+			rep.Results = append(rep.Results, sc.result)
 		}
 	}
-	return false
+	return rep
 }
 
 // load is a reconcile's prologue: it claims the cluster's waiting operations and answers
 // at once those with nothing to commit: an id Git already carries (from the ledger), an id
 // reused with another body (also within the group, seen), a client that gave up.
-func (r *Reconciler) load(uuid string, member int, seen map[string]string) *scope {
-	sc := &scope{uuid: uuid, member: member, ops: r.desired.claim(uuid)}
+func (r *Reconciler) load(uuid string, member int, g *committer, seen map[string]string) *scope {
+	sc := &scope{uuid: uuid, member: member, group: g, ops: r.desired.claim(uuid)}
 	sc.answered = make([]bool, len(sc.ops))
 	sc.outs = make([]*Written, len(sc.ops))
 	sc.errs = make([]error, len(sc.ops))
 	for i, op := range sc.ops {
+		if op.resync == nil {
+			sc.stats.Events++
+		}
 		if sum, done := r.early(op, seen); done {
 			r.answer(op, sum)
 			sc.answered[i] = true
 		}
 	}
 	return sc
-}
-
-// reconcile runs the steps of one cluster, in order: render each operation, plan it
-// against the branch head (digest-gated: only what changed is serialised), commit, in the
-// group's push. The deferred summary answers each operation's client.
-func (r *Reconciler) reconcile(ctx context.Context, sc *scope, g *committer) {
-	defer r.summarize(sc)
-	var stats GroupStats
-	for _, op := range sc.ops {
-		if op.resync == nil {
-			stats.Events++
-		}
-	}
-	review := r.Sink.ReviewBranch != ""
-	if review {
-		// Each event on a branch of its own, pushed one by one. A resync goes to the
-		// configured branch, in the group's push.
-		r.commitForReview(ctx, sc, &stats)
-	}
-	var plans []planFunc
-	var index []int
-	// In review mode what serve commits of its own (a resync, a delete's or an upgrade
-	// chain's next step) goes to a review branch too, one each: main is never written.
-	var reviewed []reviewStep
-	for i, op := range sc.ops {
-		if sc.answered[i] || review && op.resync == nil {
-			continue
-		}
-		sc.outs[i] = &Written{}
-		if op.resync != nil {
-			// Rendered in its plan, on the tree its commit follows, while that tree
-			// holds the record the resync read.
-			p := r.Sink.resyncPlan(ctx, r.Pipeline, op.resync, sc.outs[i])
-			if review {
-				reviewed = append(reviewed, reviewStep{ev: op.resync.Event, stackID: path.Base(path.Dir(op.resync.Path)), suffix: "resync", plan: p, out: &sc.outs[i], err: &sc.errs[i]})
-				continue
-			}
-			plans, index = append(plans, p), append(index, i)
-			continue
-		}
-		res, err := r.render(ctx, op.ev, sc.outs[i])
-		if err != nil {
-			sc.errs[i] = err
-			continue
-		}
-		plans, index = append(plans, r.Sink.plan(r.Pipeline, op.ev, res, "", sc.outs[i])), append(index, i)
-	}
-	// The delete or upgrade step follows the cluster's operations: one waiting for Git
-	// changes what the step would read, so it waits for the cluster's next reconcile.
-	if r.Management != nil && r.Clusters != nil && !sc.waiting() {
-		if rec, ok := r.Clusters.Get(sc.uuid); ok && rec.Event.Operation == v1alpha1.DeleteCluster {
-			sc.del = r.deleteStep(ctx, rec)
-		} else if ok && len(sc.ops) == 0 {
-			sc.up = r.upgradeStep(ctx, rec)
-		}
-	}
-	var step planFunc
-	switch {
-	case sc.del != nil && sc.del.plan != nil:
-		step = sc.del.plan
-	case sc.up != nil && sc.up.plan != nil:
-		step = sc.up.plan
-	}
-	if step != nil && !review {
-		plans = append(plans, step)
-	}
-	results, err := g.submit(sc.member, plans, stats).wait()
-	stepResult := func() (committed, error) {
-		if err != nil {
-			return committed{}, err
-		}
-		return results[len(results)-1], nil
-	}
-	if step != nil && review {
-		st := reviewStep{plan: step}
-		if sc.del != nil && sc.del.plan != nil {
-			st.ev, st.stackID, st.suffix = sc.del.rec.Event, sc.del.rec.StackID, "delete-"+strings.ToLower(sc.del.progress.To.String())
-		} else {
-			st.ev, st.stackID, st.suffix = sc.up.rec.Event, sc.up.rec.StackID, "upgrade-"+sc.up.progress.To
-		}
-		c, err := r.commitReviewStep(ctx, st)
-		stepResult = func() (committed, error) { return c, err }
-	}
-	if sc.del != nil && sc.del.plan != nil {
-		c, err := stepResult()
-		r.deleted(sc.del, c, err)
-		if sc.del.progress.Commit != "" {
-			r.pushed(sc.del.rec.Namespace, nil)
-		}
-	}
-	if sc.up != nil && sc.up.plan != nil {
-		c, err := stepResult()
-		r.upgraded(sc.up, c, err)
-		if pl := sc.up.out.Plan; sc.up.progress.Commit != "" && pl != nil {
-			r.pushed(pl.Result.Namespace, pl.Paths())
-		}
-	}
-	for k, i := range index {
-		switch {
-		case err != nil:
-			sc.errs[i] = err
-		case results[k].Err != nil:
-			sc.errs[i] = stepError("commit", results[k].Err)
-		default:
-			sc.outs[i].setResult(&results[k].Result)
-			sc.outs[i].Carried = results[k].Carried
-			if pl := sc.outs[i].Plan; !results[k].NoOp && pl != nil {
-				r.pushed(pl.Result.Namespace, pl.Paths())
-			}
-		}
-	}
-	for _, st := range reviewed {
-		c, err := r.commitReviewStep(ctx, st)
-		switch {
-		case err != nil:
-			*st.err = err
-		case c.Err != nil:
-			*st.err = stepError("commit", c.Err)
-		default:
-			(*st.out).setResult(&c.Result)
-		}
-	}
-}
-
-func (r *Reconciler) pushed(namespace string, paths []string) {
-	if r.Pushed != nil {
-		r.Pushed(namespace, paths)
-	}
 }
 
 // render is the render step of one operation, timed.
@@ -442,27 +291,14 @@ func (r *Reconciler) render(ctx context.Context, ev *v1alpha1.ClusterEvent, out 
 	return res, err
 }
 
-// commitForReview commits each waiting operation to its own review branch.
-func (r *Reconciler) commitForReview(ctx context.Context, sc *scope, stats *GroupStats) {
-	for i, op := range sc.ops {
-		if sc.answered[i] || op.resync != nil {
-			continue
-		}
-		out, err := r.Sink.Apply(ctx, r.Pipeline, op.ev)
-		sc.outs[i], sc.errs[i] = out, err
-		if err == nil && out != nil {
-			if !out.NoOp() {
-				stats.Pushes++
-			}
-			stats.Retries += max(out.Attempts-1, 0)
-		}
-	}
-}
-
-// summarize is a reconcile's one summary: each operation not answered in the prologue is
-// summarised, remembered when it landed (the ledger, the cluster index) and answered; the
-// delete step's progress is told.
+// summarize is a reconcile's one summary: a reconcile that did not reach its commit step
+// hands the committer nothing, so that its group commits; each operation not answered in
+// the prologue is summarised, remembered when it landed (the ledger, the cluster index)
+// and answered; what the caller hears of beyond the answers goes to the scope's Result.
 func (r *Reconciler) summarize(sc *scope) {
+	if !sc.submitted {
+		sc.group.submit(sc.member, nil, sc.stats)
+	}
 	for i, op := range sc.ops {
 		if sc.answered[i] {
 			continue
@@ -482,11 +318,14 @@ func (r *Reconciler) summarize(sc *scope) {
 		}
 		r.answer(op, sum)
 	}
-	if d := sc.del; d != nil && r.ObserveDelete != nil && (d.progress.Commit != "" || d.progress.Err != nil) {
-		r.ObserveDelete(d.progress)
+	if d := sc.del; d != nil && (d.progress.Commit != "" || d.progress.Err != nil) {
+		sc.result.Delete = &d.progress
 	}
-	if u := sc.up; u != nil && r.ObserveUpgrade != nil && (u.progress.Commit != "" || u.progress.Err != nil) {
-		r.ObserveUpgrade(u.progress)
+	if u := sc.up; u != nil && (u.progress.Commit != "" || u.progress.Err != nil) {
+		sc.result.Upgrade = &u.progress
+	}
+	if len(sc.result.Pushed) > 0 || sc.result.Delete != nil || sc.result.Upgrade != nil {
+		sc.result.ClusterUUID = sc.uuid
 	}
 }
 
@@ -503,8 +342,5 @@ func (r *Reconciler) early(op *operation, seen map[string]string) (Summary, bool
 }
 
 func (r *Reconciler) answer(op *operation, sum Summary) {
-	if r.Observe != nil && op.resync == nil {
-		r.Observe(sum, time.Since(op.arrived))
-	}
 	op.answer <- sum
 }

@@ -96,7 +96,7 @@ func TestReconcile(t *testing.T) {
 			cfg := generator.DefaultConfig()
 			var groups []GroupStats
 			r := &Reconciler{Pipeline: &Pipeline{Config: &cfg, Secrets: SecretPolicy{Plaintext: true}},
-				Sink: &GitSink{Repo: repo}, Ledger: NewLedger(), ObserveGroup: func(g GroupStats) { groups = append(groups, g) }}
+				Sink: &GitSink{Repo: repo}, Ledger: NewLedger()}
 			r.Start()
 			var carrier string // the commit that carried before's events
 			reconcile := func(subs []submit) []string {
@@ -110,7 +110,7 @@ func TestReconcile(t *testing.T) {
 					r.desired.put(o)
 					ops = append(ops, o)
 				}
-				r.Reconcile(context.Background(), r.desired.take(len(subs))...)
+				groups = append(groups, r.Reconcile(context.Background(), r.desired.take(len(subs))...).Group)
 				var got []string
 				for _, o := range ops {
 					sum := <-o.answer

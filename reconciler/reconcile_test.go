@@ -75,18 +75,13 @@ func TestReconcilerGroupTimeout(t *testing.T) {
 	}
 }
 
-// TestReconcilerPushed: Pushed hears of each commit a push carried, with the cluster's
-// namespace and the paths it changed, and of nothing when an event changed nothing.
-func TestReconcilerPushed(t *testing.T) {
+// TestReconcilerReports: each group's Report names each commit a push carried, with the
+// cluster's namespace and the paths it changed, and nothing when an event changed nothing.
+func TestReconcilerReports(t *testing.T) {
 	t.Parallel()
 	p, sink, _ := committer(t)
-	type push struct {
-		namespace string
-		paths     []string
-	}
-	var pushes []push
-	q := &reconciler.Reconciler{Pipeline: p, Sink: sink, MaxWait: time.Millisecond,
-		Pushed: func(ns string, paths []string) { pushes = append(pushes, push{ns, paths}) }}
+	reports := make(chan reconciler.Report, 1)
+	q := &reconciler.Reconciler{Pipeline: p, Sink: sink, MaxWait: time.Millisecond, Reports: reports}
 	q.Start()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -100,16 +95,23 @@ func TestReconcilerPushed(t *testing.T) {
 		{"01-prod-a-create.yaml", false}, // nothing to change: no push
 		{"02-prod-a-resize-workers.yaml", true},
 	} {
-		pushes = nil
 		sum := q.Submit(context.Background(), event(t, tc.event))
 		if sum.Err() != nil {
 			t.Fatalf("%s: %v", tc.event, sum.Err())
 		}
+		rep := <-reports // one group a Submit: they come one at a time
+		var pushes []reconciler.Push
+		for _, res := range rep.Results {
+			pushes = append(pushes, res.Pushed...)
+		}
+		if rep.Group.Events != 1 || rep.Group.Pushes != len(pushes) {
+			t.Errorf("%s: the group cost %+v, want 1 event and %d pushes", tc.event, rep.Group, len(pushes))
+		}
 		switch {
 		case !tc.pushed && len(pushes) > 0:
-			t.Errorf("%s changed nothing, and Pushed heard %+v", tc.event, pushes)
-		case tc.pushed && (len(pushes) != 1 || pushes[0].namespace != sum.Namespace || !slices.Contains(pushes[0].paths, sum.Paths[0])):
-			t.Errorf("%s: Pushed heard %+v; want %s and the paths %v", tc.event, pushes, sum.Namespace, sum.Paths)
+			t.Errorf("%s changed nothing, and the report asks Flux to fetch %+v", tc.event, pushes)
+		case tc.pushed && (len(pushes) != 1 || pushes[0].Namespace != sum.Namespace || !slices.Contains(pushes[0].Paths, sum.Paths[0])):
+			t.Errorf("%s: the report asks Flux to fetch %+v; want %s and the paths %v", tc.event, pushes, sum.Namespace, sum.Paths)
 		}
 	}
 }

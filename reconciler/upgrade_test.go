@@ -76,10 +76,19 @@ func TestUpgradeChain(t *testing.T) {
 			var progress []reconciler.UpgradeProgress
 			var pushed []string
 			clusters := reconciler.NewClusters()
-			r := &reconciler.Reconciler{Pipeline: p, Sink: sink, Clusters: clusters, Management: m, MaxWait: time.Millisecond,
-				ObserveUpgrade: func(u reconciler.UpgradeProgress) { progress = append(progress, u) },
-				Pushed:         func(ns string, _ []string) { pushed = append(pushed, ns) }}
+			r := &reconciler.Reconciler{Pipeline: p, Sink: sink, Clusters: clusters, Management: m, MaxWait: time.Millisecond}
 			r.Start()
+			// reconcile reconciles the cluster as the leader's requeue does and reads its report.
+			reconcile := func(uuid string) {
+				for _, res := range r.Reconcile(context.Background(), uuid).Results {
+					if res.Upgrade != nil {
+						progress = append(progress, *res.Upgrade)
+					}
+					for _, p := range res.Pushed {
+						pushed = append(pushed, p.Namespace)
+					}
+				}
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { r.Run(ctx); close(done) }()
@@ -108,7 +117,7 @@ func TestUpgradeChain(t *testing.T) {
 				// Not rolled out yet: the step waits, and reports nothing.
 				progress, pushed = nil, nil
 				m.rollOut("")
-				r.Reconcile(context.Background(), uuid)
+				reconcile(uuid)
 				if v, _ := at(); v != from || len(progress) != 0 {
 					t.Fatalf("before %s rolled out: Kubernetes %s, progress %+v", from, v, progress)
 				}
@@ -124,7 +133,7 @@ func TestUpgradeChain(t *testing.T) {
 
 				m.rollOut(from)
 				progress, pushed = nil, nil
-				r.Reconcile(context.Background(), uuid)
+				reconcile(uuid)
 				if len(progress) != 1 || progress[0].Err != nil || progress[0].From != from || progress[0].To != to || progress[0].Target != tc.target || progress[0].Commit == "" {
 					t.Fatalf("step from %s: progress %+v, want a commit to %s", from, progress, to)
 				}
@@ -147,7 +156,7 @@ func TestUpgradeChain(t *testing.T) {
 					t.Errorf("a step commit carries the event's id:\n%s", msg)
 				}
 				if len(pushed) != 1 || pushed[0] != sum.Namespace {
-					t.Errorf("Pushed heard %v, want %s", pushed, sum.Namespace)
+					t.Errorf("the report asks Flux to fetch %v, want %s", pushed, sum.Namespace)
 				}
 				if rec, _ := clusters.Get(uuid); rec.Revision != progress[0].Commit || rec.Revision == head {
 					t.Errorf("the cluster's status waits for %s, want the step's commit %s", rec.Revision, progress[0].Commit)
@@ -155,7 +164,7 @@ func TestUpgradeChain(t *testing.T) {
 			}
 			// Done: a reconcile finds nothing to do, and Kubernetes may move again.
 			progress = nil
-			r.Reconcile(context.Background(), uuid)
+			reconcile(uuid)
 			if len(progress) != 0 {
 				t.Errorf("after the last step: %+v", progress)
 			}

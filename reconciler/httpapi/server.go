@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/internal/buildinfo"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/status"
@@ -24,8 +26,9 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Server serves the event and read APIs.
 type Server struct {
-	// Reconciler commits accepted events.
-	Reconciler *reconciler.Reconciler
+	// Submit commits an accepted event and answers once it is pushed
+	// (reconciler.Reconciler.Submit).
+	Submit func(ctx context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary
 	// Clusters answers GET /v1/clusters/{uuid}.
 	Clusters *reconciler.Clusters
 	// Status judges a cluster from the management cluster (GET …/status); nil answers 503.
@@ -153,7 +156,7 @@ func (s *Server) postEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	sum := s.Reconciler.Submit(r.Context(), ev)
+	sum := s.Submit(r.Context(), ev)
 	s.logEvent(r, sum, time.Since(start))
 	if sum.Error != "" {
 		code, name := statusOf(sum)

@@ -187,7 +187,7 @@ func (s *Service) requestUnapplied() int {
 }
 
 // pushed asks the Flux of each management cluster whose path a commit changed to fetch
-// it (reconciler.Reconciler.Pushed); paths nil (not known) asks every one.
+// it (reconciler.Result.Pushed); paths nil (not known) asks every one.
 func (s *Service) pushed(namespace string, paths []string) {
 	for _, m := range s.managed {
 		if m.requester == nil {

@@ -46,7 +46,7 @@ func TestMetrics(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.Body.Close() != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("GET without a token: %v %v", resp, err)
 	}
-	values, err := scrape(h.url)
+	values, err := scrapeGroups(h.url, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestMetricsPerGroup(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	values, err := scrape(h.url)
+	values, err := scrapeGroups(h.url, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +156,20 @@ func TestMetricsPerGroup(t *testing.T) {
 
 // scrape reads the service's /metrics as a map from each sample's name (labels included,
 // as exposed) to its value.
+// scrapeGroups scrapes once serve has counted at least groups groups: a group is counted
+// from its Report, which serve reads once the group's clients are answered, so an
+// answered client may scrape before it.
+func scrapeGroups(url string, groups float64) (map[string]float64, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		values, err := scrape(url)
+		if err != nil || values["magnum_gitops_group_size_count"] >= groups || time.Now().After(deadline) {
+			return values, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func scrape(url string) (map[string]float64, error) {
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {

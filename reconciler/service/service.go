@@ -112,6 +112,40 @@ func (s *Service) observe(sum reconciler.Summary, took time.Duration) {
 	s.eventOfSummary(sum)
 }
 
+// submit is how an event from the API or the poller reaches Git: the reconciler commits
+// it, and its answer is counted before its client hears it.
+func (s *Service) submit(ctx context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary {
+	start := time.Now()
+	sum := s.reconciler.Submit(ctx, ev)
+	s.observe(sum, time.Since(start))
+	return sum
+}
+
+// readReports does what each group's Report asks of serve, until the reconciler stops
+// (done): count the group, ask Flux to fetch what it pushed, tell the log and Kubernetes
+// what a delete or an upgrade step did.
+func (s *Service) readReports(reports <-chan reconciler.Report, done <-chan struct{}) {
+	for {
+		select {
+		case rep := <-reports:
+			s.observeGroup(rep.Group)
+			for _, res := range rep.Results {
+				for _, p := range res.Pushed {
+					s.pushed(p.Namespace, p.Paths)
+				}
+				if res.Delete != nil {
+					s.observeDelete(*res.Delete)
+				}
+				if res.Upgrade != nil {
+					s.observeUpgrade(*res.Upgrade)
+				}
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
 // Run starts the service and blocks until ctx ends; then new events get 503 and /readyz
 // fails for ShutdownDelay while the listeners stay open, the events in flight finish, and
 // Run returns.
@@ -181,16 +215,17 @@ func (s *Service) run(ctx context.Context) error {
 	}
 	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
 
+	reports := make(chan reconciler.Report, 64)
 	s.reconciler = &reconciler.Reconciler{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
-		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Observe: s.observe, ObserveGroup: s.observeGroup, Pushed: s.pushed}
+		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Reports: reports}
 	s.reconciler.Start()
 	if o.Poller != nil {
-		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.reconciler.Submit
+		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.submit
 	}
 	if o.Review != nil && o.Review.Forge != nil {
 		s.reviews = newReviews(*o.Review, o.Log, s.mergedReview)
 	}
-	s.api = &httpapi.Server{Reconciler: s.reconciler, Clusters: s.clusters, Tokens: o.Tokens,
+	s.api = &httpapi.Server{Submit: s.submit, Clusters: s.clusters, Tokens: o.Tokens,
 		AcceptClientCerts: o.TLS != nil && o.TLS.ClientAuth >= tls.VerifyClientCertIfGiven,
 		MaxBodyBytes:      o.MaxBodyBytes, Log: o.Log, Refused: s.m.refused}
 	for _, m := range s.managed {
@@ -215,11 +250,13 @@ func (s *Service) run(ctx context.Context) error {
 	go s.requestUnapplied() // a judgement per cluster: not on the way to listening
 	if s.judged() {
 		s.api.Status, s.api.Applied = s.lookup, s.applied
-		s.reconciler.Management, s.reconciler.ObserveDelete, s.reconciler.ObserveUpgrade = management{s}, s.observeDelete, s.observeUpgrade
+		s.reconciler.Management = management{s}
 	}
 	reconcileCtx, stopReconciler := context.WithCancel(context.WithoutCancel(ctx))
 	reconcilerDone := make(chan struct{})
 	go func() { s.reconciler.Run(reconcileCtx); close(reconcilerDone) }()
+	reportsDone := make(chan struct{})
+	go func() { s.readReports(reports, reconcilerDone); close(reportsDone) }()
 
 	servers, err := s.listen(ctx)
 	if err != nil {
@@ -251,6 +288,7 @@ func (s *Service) run(ctx context.Context) error {
 	}
 	stopReconciler()
 	<-reconcilerDone
+	<-reportsDone
 	<-loopsDone
 	<-checkDone
 	return nil

@@ -644,8 +644,8 @@ func TestClusterOrderWithinGroup(t *testing.T) {
 		}
 	}
 	// The group size metric saw a group of more than 10 events (whether it counts per
-	// group or per event).
-	values, err := scrape(h.url)
+	// group or per event), counted from the reports, which follow the answers.
+	values, err := scrapeGroups(h.url, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
