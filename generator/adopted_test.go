@@ -47,7 +47,7 @@ func TestAdoptedClusterGetsTheDriversValues(t *testing.T) {
 			t.Parallel()
 			ev := featureEvent(t, name)
 			adopt(ev)
-			got, err := generator.Render(ev, featureConfig(t, name))
+			got, err := render(ev, featureConfig(t, name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func TestAdoptedClusterGetsTheDriversValues(t *testing.T) {
 			if len(ignored) == 0 && name != "registries" {
 				t.Fatalf("fixture %s has no feature label", name)
 			}
-			want, err := generator.Render(plainEv, defaultConfig())
+			want, err := render(plainEv, defaultConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,11 +91,11 @@ func TestAdoptedClusterGetsTheDriversValues(t *testing.T) {
 			ev = featureEvent(t, name)
 			adopt(ev)
 			ev.Cluster.Labels["adopted_features"] = "all"
-			all, err := generator.Render(ev, featureConfig(t, name))
+			all, err := render(ev, featureConfig(t, name))
 			if err != nil {
 				t.Fatal(err)
 			}
-			created, err := generator.Render(featureEvent(t, name), featureConfig(t, name))
+			created, err := render(featureEvent(t, name), featureConfig(t, name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +144,7 @@ func TestAdoptedFeatures(t *testing.T) {
 			ev, cfg := featureEvent(t, "placement"), defaultConfig()
 			adopt(ev)
 			tc.set(ev, cfg)
-			res, err := generator.Render(ev, cfg)
+			res, err := render(ev, cfg)
 			if tc.errAt != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errAt+":") {
 					t.Fatalf("err = %v, want a refusal naming %s", err, tc.errAt)

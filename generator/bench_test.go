@@ -16,13 +16,14 @@ func BenchmarkRender(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
+	site := generator.MustSite(cfg)
 	b.ReportAllocs()
 	for b.Loop() {
 		ev, err := v1alpha1.DecodeEvent(data)
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := generator.Render(ev, &cfg)
+		res, err := generator.Render(ev, site)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -37,9 +38,10 @@ func BenchmarkRender(b *testing.B) {
 func BenchmarkRenderFiles(b *testing.B) {
 	ev := fixtureEvent(b, "01-prod-a-create.yaml")
 	cfg := generator.DefaultConfig()
+	site := generator.MustSite(cfg)
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := generator.Render(ev, &cfg)
+		res, err := generator.Render(ev, site)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -54,7 +56,8 @@ func BenchmarkRenderFiles(b *testing.B) {
 func BenchmarkFiles(b *testing.B) {
 	ev := fixtureEvent(b, "01-prod-a-create.yaml")
 	cfg := generator.DefaultConfig()
-	res, err := generator.Render(ev, &cfg)
+	site := generator.MustSite(cfg)
+	res, err := generator.Render(ev, site)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,7 +73,8 @@ func BenchmarkFiles(b *testing.B) {
 func BenchmarkMarshalHelmRelease(b *testing.B) {
 	ev := fixtureEvent(b, "01-prod-a-create.yaml")
 	cfg := generator.DefaultConfig()
-	res, err := generator.Render(ev, &cfg)
+	site := generator.MustSite(cfg)
+	res, err := generator.Render(ev, site)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -100,9 +104,10 @@ func BenchmarkDecodeEvent(b *testing.B) {
 func BenchmarkRenderValues(b *testing.B) {
 	ev := fixtureEvent(b, "01-prod-a-create.yaml")
 	cfg := generator.DefaultConfig()
+	site := generator.MustSite(cfg)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := generator.Render(ev, &cfg); err != nil {
+		if _, err := generator.Render(ev, site); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -39,7 +39,8 @@ func (s *UpgradeStep) String() string {
 // res and a nil step when no chain is needed (nothing deployed, a delete, a version within
 // one minor, a downgrade, which CheckUpgrade refuses). Without an image for the next minor,
 // the error names resolved.upgrade_images.
-func RenderUpgradeStep(ev *v1alpha1.ClusterEvent, cfg *Config, res *Result, dep *Deployed) (*Result, *UpgradeStep, error) {
+func RenderUpgradeStep(ev *v1alpha1.ClusterEvent, site *Site, res *Result, dep *Deployed) (*Result, *UpgradeStep, error) {
+	cfg := &site.Config
 	if dep == nil || res == nil || res.Values == nil || ev.Operation == v1alpha1.DeleteCluster {
 		return res, nil, nil
 	}
@@ -66,7 +67,7 @@ func RenderUpgradeStep(ev *v1alpha1.ClusterEvent, cfg *Config, res *Result, dep 
 	}
 	step := *ev
 	step.Resolved.Image = &img
-	out, err := Render(&step, cfg)
+	out, err := Render(&step, site)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -73,7 +73,7 @@ func TestRenderUpgradeStep(t *testing.T) {
 				ev.NodeGroup = "default-worker"
 			}
 			cfg := defaultConfig()
-			res, err := generator.Render(ev, cfg)
+			res, err := render(ev, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestRenderUpgradeStep(t *testing.T) {
 			if tc.deployed != "" {
 				dep = &generator.Deployed{Values: map[string]any{"kubernetesVersion": tc.deployed}}
 			}
-			got, step, err := generator.RenderUpgradeStep(ev, cfg, res, dep)
+			got, step, err := generator.RenderUpgradeStep(ev, generator.MustSite(*cfg), res, dep)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -141,11 +141,11 @@ func TestRenderUpgradeStepRefused(t *testing.T) {
 			ev := upgradeTo(t, "v1.35.1", img1360, v1alpha1.Image{ID: img1343, KubeVersion: "v1.34.3"})
 			cfg := defaultConfig()
 			tc.config(cfg)
-			res, err := generator.Render(ev, cfg)
+			res, err := render(ev, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = generator.RenderUpgradeStep(ev, cfg, res, &generator.Deployed{Values: map[string]any{"kubernetesVersion": "1.33.7"}})
+			_, _, err = generator.RenderUpgradeStep(ev, generator.MustSite(*cfg), res, &generator.Deployed{Values: map[string]any{"kubernetesVersion": "1.33.7"}})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
@@ -159,7 +159,7 @@ func TestUpgradeImagesChecked(t *testing.T) {
 	t.Parallel()
 	ev := upgradeTo(t, "v1.35.1", img1360, v1alpha1.Image{ID: "not-a-uuid", KubeVersion: "v1.34.3"},
 		v1alpha1.Image{ID: img1343, KubeVersion: "1.34.3+k3s1"})
-	_, err := generator.Render(ev, defaultConfig())
+	_, err := render(ev, defaultConfig())
 	for _, want := range []string{
 		`resolved.upgrade_images[0].id: "not-a-uuid" is not a Glance image UUID`,
 		`resolved.upgrade_images[1].kube_version: "1.34.3+k3s1" is not a Kubernetes release version`,

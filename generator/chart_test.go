@@ -74,7 +74,7 @@ func TestChartRender(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			res, err := generator.Render(ev, cfg)
+			res, err := render(ev, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -272,7 +272,7 @@ func TestChartDeviations(t *testing.T) {
 		ev := fixtureEvent(t, "18-ovn-allowed-cidrs-chart-0.24.yaml")
 		cfg := defaultConfig()
 		cfg.Magnum.CapiHelm.CSICinderAllowedTopologies = []string{"az-1"}
-		if _, err := generator.Render(ev, cfg); err == nil || !strings.Contains(err.Error(), "magnum.capi_helm.csi_cinder_allowed_topologies") {
+		if _, err := render(ev, cfg); err == nil || !strings.Contains(err.Error(), "magnum.capi_helm.csi_cinder_allowed_topologies") {
 			t.Errorf("render: %v, want a refusal naming the option", err)
 		}
 	})

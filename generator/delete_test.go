@@ -127,13 +127,13 @@ func TestSecretSuffixes(t *testing.T) {
 		}
 	}
 	for _, name := range fixtureNames(t) {
-		res, err := generator.Render(fixtureEvent(t, name), defaultConfig())
+		res, err := render(fixtureEvent(t, name), defaultConfig())
 		if err != nil {
 			continue // the bad-input fixtures
 		}
 		check(name, res)
 	}
-	res, err := generator.Render(featureEvent(t, "registries"), testenv.RegistriesConfig(t))
+	res, err := render(featureEvent(t, "registries"), testenv.RegistriesConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func TestBadInput(t *testing.T) {
 			cfg := defaultConfig()
 			secrets := secretValues(ev)
 			tc.mutate(ev, cfg)
-			res, err := generator.Render(ev, cfg)
+			res, err := render(ev, cfg)
 			if err == nil {
 				t.Fatalf("rendered %v, want an error on %s", res, tc.field)
 			}

@@ -54,7 +54,7 @@ func TestFeatureGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			cfg := featureConfig(t, name)
-			res, err := generator.Render(featureEvent(t, name), cfg)
+			res, err := render(featureEvent(t, name), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestFeaturesAbsentChangeNothing(t *testing.T) {
 				ev.NodeGroups[i].NodeCount = 1
 			}
 		}
-		res, err := generator.Render(ev, defaultConfig())
+		res, err := render(ev, defaultConfig())
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -120,7 +120,7 @@ func mutateFeature(name string, mutate func(*v1alpha1.ClusterEvent, *generator.C
 		if mutate != nil {
 			mutate(ev, cfg)
 		}
-		return generator.Render(ev, cfg)
+		return render(ev, cfg)
 	}
 }
 
@@ -291,7 +291,7 @@ func TestFeatureLabelsPrecedence(t *testing.T) {
 	ev := featureEvent(t, "placement")
 	delete(ev.Cluster.Labels, "availability_zone")
 	ev.ClusterTemplate.Labels["availability_zone"] = "az-template"
-	res, err = generator.Render(ev, defaultConfig())
+	res, err = render(ev, defaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestFeatureLabelsPrecedence(t *testing.T) {
 	}
 	// An empty label is absent: never an empty failure domain (CAPI ≥ 1.10 rejects it).
 	ev.ClusterTemplate.Labels["availability_zone"] = " "
-	res, err = generator.Render(ev, defaultConfig())
+	res, err = render(ev, defaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestCheckUpgrade(t *testing.T) {
 func TestRegistryCredentialsOnlyInTheSecret(t *testing.T) {
 	t.Parallel()
 	cfg := testenv.RegistriesConfig(t)
-	res, err := generator.Render(featureEvent(t, "registries"), cfg)
+	res, err := render(featureEvent(t, "registries"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ func FuzzRender(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"magnum-gitops.io/v1alpha1","kind":"ClusterEvent","operation":"create_cluster","cluster":{"labels":{"a":1e400}}}`))
 	f.Add([]byte("apiVersion: magnum-gitops.io/v1alpha1\nkind: ClusterEvent\noperation: delete_cluster\ncluster: {uuid: 3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03, project_id: p}\n"))
 	cfg := generator.DefaultConfig()
+	site := generator.MustSite(cfg)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ev, err := v1alpha1.DecodeEvent(data)
 		if err != nil {
@@ -39,7 +40,7 @@ func FuzzRender(f *testing.F) {
 			}
 			return
 		}
-		res, err := generator.Render(ev, &cfg)
+		res, err := generator.Render(ev, site)
 		if err != nil {
 			if !errors.Is(err, v1alpha1.ErrInvalidInput) {
 				t.Fatalf("render error is not an input error: %v", err)

@@ -27,7 +27,7 @@ func replayGolden(t *testing.T, format string) {
 	repo := t.TempDir()
 	for _, name := range fixtureNames(t) {
 		ev := fixtureEvent(t, name)
-		res, err := generator.Render(ev, cfg)
+		res, err := render(ev, cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -88,7 +88,7 @@ func TestRenderDeterministic(t *testing.T) {
 	for _, name := range fixtureNames(t) {
 		var outs [2]string
 		for i := range outs {
-			res, err := generator.Render(fixtureEvent(t, name), cfg)
+			res, err := render(fixtureEvent(t, name), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func TestGoldenSiteOverlay(t *testing.T) {
 	}
 	ev := fixtureEvent(t, "11-synthesized-nodegroups.yaml")
 	ev.ClusterTemplate.Labels = nil // the site default chart version applies
-	res, err := generator.Render(ev, cfg)
+	res, err := render(ev, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func readFixture(name string) ([]byte, error) { return fixtures.Events.ReadFile(
 // fixtureResult renders a fixture and returns its result.
 func fixtureResult(t *testing.T, name string) *generator.Result {
 	t.Helper()
-	res, err := generator.Render(fixtureEvent(t, name), defaultConfig())
+	res, err := render(fixtureEvent(t, name), defaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func renderValues(t *testing.T, mutate func(*v1alpha1.ClusterEvent, *generator.C
 	if mutate != nil {
 		mutate(ev, cfg)
 	}
-	res, err := generator.Render(ev, cfg)
+	res, err := render(ev, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func renderResult(t *testing.T, mutate func(*v1alpha1.ClusterEvent, *generator.C
 	ev := fixtureEvent(t, "01-prod-a-create.yaml")
 	cfg := defaultConfig()
 	mutate(ev, cfg)
-	return generator.Render(ev, cfg)
+	return render(ev, cfg)
 }
 
 func chartLabel(v string) func(*v1alpha1.ClusterEvent, *generator.Config) {
@@ -236,4 +236,14 @@ func chartLabel(v string) func(*v1alpha1.ClusterEvent, *generator.Config) {
 
 func hasDeviation(res *generator.Result, key string) bool {
 	return slices.ContainsFunc(res.Deviations, func(d generator.Deviation) bool { return d.Key == key })
+}
+
+// render validates cfg as loading a configuration does, then renders ev with it: the
+// tests' configurations are built in place, and some are meant to be refused.
+func render(ev *v1alpha1.ClusterEvent, cfg *generator.Config) (*generator.Result, error) {
+	site, err := generator.NewSite(*cfg)
+	if err != nil {
+		return nil, err
+	}
+	return generator.Render(ev, site)
 }

@@ -33,11 +33,11 @@ func TestLayoutPerNamespace(t *testing.T) {
 
 func checkLayout(t *testing.T, cfg *generator.Config, golden string) {
 	ev := fixtureEvent(t, "01-prod-a-create.yaml")
-	single, err := generator.Render(ev, defaultConfig())
+	single, err := render(ev, defaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := generator.Render(ev, cfg)
+	res, err := render(ev, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func checkLayout(t *testing.T, cfg *generator.Config, golden string) {
 
 	// A delete keeps the namespace's Flux objects: the namespace is never deleted.
 	del := fixtureEvent(t, "08-prod-a-delete.yaml")
-	dres, err := generator.Render(del, cfg)
+	dres, err := render(del, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestLayoutBadConfig(t *testing.T) {
 			t.Parallel()
 			cfg := perNamespace()
 			tc.mutate(cfg)
-			res, err := generator.Render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg)
+			res, err := render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg)
 			if err == nil {
 				t.Fatalf("rendered %v, want an error on %s", res.ReleaseName, tc.field)
 			}
@@ -169,7 +169,7 @@ func TestLayoutBadConfig(t *testing.T) {
 	// The single layout ignores the per-namespace options.
 	cfg := defaultConfig()
 	cfg.Flux.Git.Branch = ""
-	if _, err := generator.Render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg); err != nil {
+	if _, err := render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg); err != nil {
 		t.Errorf("single layout: %v", err)
 	}
 }

@@ -48,7 +48,7 @@ func TestRoute(t *testing.T) {
 				ev.ClusterTemplate.Labels[k] = v
 			}
 			cfg := tc.cfg()
-			res, err := generator.Render(ev, cfg)
+			res, err := render(ev, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func TestRouteRefused(t *testing.T) {
 	cfg.ManagementClusters[2].Default = false
 	ev := fixtureEvent(t, "01-prod-a-create.yaml")
 	ev.Resolved.RegionName = "RegionFour"
-	_, err := generator.Render(ev, cfg)
+	_, err := render(ev, cfg)
 	if !errors.Is(err, v1alpha1.ErrInvalidInput) {
 		t.Fatalf("want an input error, got %v", err)
 	}
@@ -98,7 +98,7 @@ func TestPerNamespaceLayoutUnderRoot(t *testing.T) {
 	cfg.Flux.Git.URL = "https://git.example.org/clusters.git"
 	cfg.Flux.Git.Branch = "main"
 	ev := fixtureEvent(t, "01-prod-a-create.yaml")
-	res, err := generator.Render(ev, cfg)
+	res, err := render(ev, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func TestNodePropertiesScaleFromZero(t *testing.T) {
 			ev.NodeGroups[i].NodeTaints = []v1alpha1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: "NoSchedule"}, {Key: "example.org/spot", Effect: "NoExecute"}}
 		}
 	}
-	res, err := generator.Render(ev, defaultConfig())
+	res, err := render(ev, defaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

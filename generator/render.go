@@ -62,13 +62,11 @@ type Objects struct {
 	Layout []Object
 }
 
-// Render renders one event with the given configuration. It checks the whole input first
-// and returns every problem found as InputErrors (which wrap ErrInvalidInput); a Result is
-// returned only when there is none.
-func Render(ev *v1alpha1.ClusterEvent, cfg *Config) (*Result, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+// Render renders one event with a site's validated configuration. It checks the whole
+// event first and returns every problem found as InputErrors (which wrap
+// ErrInvalidInput); a Result is returned only when there is none.
+func Render(ev *v1alpha1.ClusterEvent, site *Site) (*Result, error) {
+	cfg := &site.Config
 	r := &render{ev: ev, cfg: cfg, lc: &cfg.Magnum.CapiHelmClusterLabels,
 		labels: newLabelSet(ev.ClusterTemplate.Labels, ev.Cluster.Labels)}
 	res := &Result{Operation: ev.Operation, EventID: ev.ID, ClusterUUID: ev.Cluster.UUID,

@@ -60,7 +60,7 @@ func TestSitePostRenderers(t *testing.T) {
 			for k, v := range tc.labels {
 				ev.Cluster.Labels[k] = v
 			}
-			res, err := generator.Render(ev, cfg)
+			res, err := render(ev, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestSitePostRenderersRefused(t *testing.T) {
 				cfg.Format = tc.format
 			}
 			cfg.Flux.PostRenderers = tc.prs
-			res, err := generator.Render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg)
+			res, err := render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg)
 			if err == nil {
 				t.Fatalf("rendered %v, want an error on %s", res.ReleaseName, tc.field)
 			}
@@ -125,7 +125,7 @@ func TestSitePostRenderersRefused(t *testing.T) {
 	// A strategic-merge patch with a target needs no name; a JSON patch with one is fine.
 	cfg := defaultConfig()
 	cfg.Flux.PostRenderers = append(jsonPatch("spec: {paused: false}", cluster), jsonPatch("- {op: add, path: /spec/paused, value: false}", cluster)...)
-	if _, err := generator.Render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg); err != nil {
+	if _, err := render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg); err != nil {
 		t.Errorf("valid patches refused: %v", err)
 	}
 }

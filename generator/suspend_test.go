@@ -47,7 +47,7 @@ func TestSuspend(t *testing.T) {
 				if ev.Operation == v1alpha1.DeleteCluster {
 					continue
 				}
-				res, err := generator.Render(ev, cfg)
+				res, err := render(ev, cfg)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}

@@ -52,7 +52,7 @@ func fixtureObjects(t testing.TB) map[string]any {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			res, err := Render(ev, cfg)
+			res, err := Render(ev, MustSite(*cfg))
 			if err != nil {
 				t.Fatalf("%s (%s): %v", name, cname, err)
 			}

@@ -200,7 +200,8 @@ type FileLister interface {
 // LoadClusters rebuilds the index from the records in a repository: the state after a
 // restart, with no event lost that Git holds. A record that does not decode is skipped and
 // returned in bad, so that one corrupt file does not stop the service.
-func LoadClusters(repo FileLister, cfg *generator.Config, at time.Time) (*Clusters, []string, error) {
+func LoadClusters(repo FileLister, site *generator.Site, at time.Time) (*Clusters, []string, error) {
+	cfg := &site.Config
 	c := newClusters()
 	var bad []string
 	for _, root := range cfg.Roots() {

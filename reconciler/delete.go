@@ -84,7 +84,7 @@ type deletion struct {
 // deleteStep takes a deleted cluster toward DeleteDone as far as the management cluster
 // allows now. It returns nil when there is nothing to do or report.
 func (r *Reconciler) deleteStep(ctx context.Context, rec ClusterRecord) *deletion {
-	cfg := r.Pipeline.Config
+	cfg := &r.Pipeline.Config.Config
 	d := &deletion{rec: rec, progress: DeleteProgress{ClusterUUID: rec.Event.Cluster.UUID, StackID: rec.StackID, Namespace: rec.Namespace}}
 	names, err := r.Sink.Repo.ListDir(generator.ClusterDir(rec.Root, rec.Namespace, rec.StackID))
 	if err != nil {

@@ -18,7 +18,7 @@ func TestParseDeployedFromJSON(t *testing.T) {
 	for _, format := range []string{generator.FormatFlux, generator.FormatArgo} {
 		cfg := generator.DefaultConfig()
 		cfg.Format = format
-		res, err := generator.Render(ev, &cfg)
+		res, err := generator.Render(ev, generator.MustSite(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}

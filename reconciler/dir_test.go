@@ -18,7 +18,7 @@ import (
 func TestDirSinkRefusesSymlinks(t *testing.T) {
 	t.Parallel()
 	cfg := generator.DefaultConfig()
-	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}}
 	ns := "clusters/magnum/magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c"
 	for name, plant := range map[string]string{
 		"namespace dir": ns,
@@ -56,7 +56,7 @@ func TestDirSinkRefusesSymlinks(t *testing.T) {
 func TestDirSinkAllOrNothing(t *testing.T) {
 	t.Parallel()
 	cfg := generator.DefaultConfig()
-	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}}
 	sink := &reconciler.DirSink{Root: t.TempDir()}
 	ctx := context.Background()
 	if _, err := sink.Apply(ctx, p, event(t, "01-prod-a-create.yaml")); err != nil {
@@ -85,7 +85,7 @@ func TestDirSinkAllOrNothing(t *testing.T) {
 func TestNoChartDowngrade(t *testing.T) {
 	t.Parallel()
 	cfg := generator.DefaultConfig()
-	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}}
 	sink := &reconciler.DirSink{Root: t.TempDir()}
 	ctx := context.Background()
 	if _, err := sink.Apply(ctx, p, event(t, "01-prod-a-create.yaml")); err != nil { // chart 0.27.0
@@ -108,7 +108,7 @@ func TestNoChartDowngrade(t *testing.T) {
 func TestDirSinkRefusalWritesNothing(t *testing.T) {
 	t.Parallel()
 	cfg := generator.DefaultConfig()
-	p := &reconciler.Pipeline{Config: &cfg} // neither recipients nor plaintext allowed
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg)} // neither recipients nor plaintext allowed
 	root := filepath.Join(t.TempDir(), "out", "sub")
 	sink := &reconciler.DirSink{Root: root}
 	if _, err := sink.Apply(context.Background(), p, event(t, "01-prod-a-create.yaml")); err == nil {

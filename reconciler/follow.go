@@ -17,7 +17,7 @@ import (
 // retried event id gets "unchanged" instead of the commit that carried it.
 type Follower struct {
 	Repo     *gitrepo.Repo
-	Config   *generator.Config
+	Config   *generator.Site
 	Clusters *Clusters
 	Ledger   *Ledger
 	// Now stamps the records it reads; time.Now when nil.

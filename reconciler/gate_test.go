@@ -108,7 +108,7 @@ func TestGate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := generator.DefaultConfig()
-			p := &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t), Gate: &reconciler.Gate{}}
+			p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t), Gate: &reconciler.Gate{}}
 			res, first, tree := written(t, p, create)
 			dir := generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName)
 			hr, record := path.Join(dir, generator.HelmReleaseFile), path.Join(dir, reconciler.RecordFile)
@@ -176,7 +176,7 @@ func TestGateSecrets(t *testing.T) {
 	create := event(t, "01-prod-a-create.yaml")
 	cfg := generator.DefaultConfig()
 	gate := &reconciler.Gate{}
-	p := &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t), Gate: gate}
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t), Gate: gate}
 	res, _, tree := written(t, p, create)
 	var secrets []string
 	for f := range tree {
@@ -196,7 +196,7 @@ func TestGateSecrets(t *testing.T) {
 		{"the same recipients keep the file", p.Secrets, true},
 		{"other recipients get a new file", encrypting(t), false},
 	} {
-		q := &reconciler.Pipeline{Config: &cfg, Secrets: tc.policy, Gate: gate}
+		q := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: tc.policy, Gate: gate}
 		pl, err := q.Plan(create, res, tree)
 		if err != nil {
 			t.Fatal(err)

@@ -41,7 +41,7 @@ func committer(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink, string)
 		t.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
-	return &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t)}, &reconciler.GitSink{Repo: repo}, dir
+	return &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t)}, &reconciler.GitSink{Repo: repo}, dir
 }
 
 // encrypting is the Secret policy of a real deployment: SOPS for a new age recipient.

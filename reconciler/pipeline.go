@@ -12,8 +12,8 @@ import (
 // events is the Gate's memory of what it serialised, so one Pipeline serves concurrent
 // callers.
 type Pipeline struct {
-	// Config is the generator's configuration.
-	Config *generator.Config
+	// Config is the site's configuration, validated where it was loaded.
+	Config *generator.Site
 	// Resolvers fill what events leave out, in order.
 	Resolvers []Resolver
 	// Secrets decides how Secrets reach the repository.

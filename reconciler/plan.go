@@ -83,7 +83,7 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	if err != nil {
 		return nil, stepError("encode", err)
 	}
-	fs, err := res.Files(p.Config, generator.FileOptions{
+	fs, err := res.Files(&p.Config.Config, generator.FileOptions{
 		Secrets:  p.Secrets.gated(p.Gate, enc, dir, tree),
 		Existing: names,
 		Marshal:  p.Gate.objects(tree),
@@ -92,7 +92,7 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	if err != nil {
 		return nil, stepError("encode", err)
 	}
-	p.Secrets.addCreationRules(p.Config, fs)
+	p.Secrets.addCreationRules(&p.Config.Config, fs)
 	if err := p.addRecord(ev, susp, res, fs, tree); err != nil {
 		return nil, stepError("encode", err)
 	}

@@ -24,7 +24,7 @@ func BenchmarkPlanUnchanged(b *testing.B) {
 	for _, gated := range []bool{true, false} {
 		name := map[bool]string{true: "gate", false: "serialise"}[gated]
 		b.Run(name, func(b *testing.B) {
-			p := &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(b), Gate: &reconciler.Gate{}}
+			p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(b), Gate: &reconciler.Gate{}}
 			_, _, tree := written(b, p, ev)
 			if !gated {
 				p.Gate = nil

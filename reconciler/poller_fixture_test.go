@@ -178,11 +178,11 @@ func (f *pollFixture) start(t *testing.T) *service {
 		t.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
-	clusters, bad, err := reconciler.LoadClusters(repo, &cfg, time.Now())
+	clusters, bad, err := reconciler.LoadClusters(repo, generator.MustSite(cfg), time.Now())
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("loading the clusters from git: %v %v", err, bad)
 	}
-	p := &reconciler.Pipeline{Config: &cfg, Secrets: encryptingFor(t, f.age),
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encryptingFor(t, f.age),
 		Resolvers: []reconciler.Resolver{openstack.NewResolver(f.cloud, openstack.ResolverOptions{}),
 			reconciler.CABundle{File: f.caFile}}}
 	q := &reconciler.Reconciler{Pipeline: p, Sink: &reconciler.GitSink{Repo: repo}, Ledger: reconciler.NewLedger(), Clusters: clusters}

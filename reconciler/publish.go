@@ -12,7 +12,7 @@ import (
 // merged review, a switch from another layout) and costs one listing of the remote's refs
 // when no branch is behind. The resync runs it first, so a resync that points the Flux
 // objects at their branches commits them once the branches exist.
-func (s *GitSink) Publish(ctx context.Context, cfg *generator.Config) error {
+func (s *GitSink) Publish(ctx context.Context, cfg *generator.Site) error {
 	if cfg.Flux.Layout != generator.LayoutBranchPerNamespace {
 		return nil
 	}

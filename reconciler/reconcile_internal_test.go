@@ -95,7 +95,7 @@ func TestReconcile(t *testing.T) {
 			}
 			cfg := generator.DefaultConfig()
 			var groups []GroupStats
-			r := &Reconciler{Pipeline: &Pipeline{Config: &cfg, Secrets: SecretPolicy{Plaintext: true}},
+			r := &Reconciler{Pipeline: &Pipeline{Config: generator.MustSite(cfg), Secrets: SecretPolicy{Plaintext: true}},
 				Sink: &GitSink{Repo: repo}, Ledger: NewLedger()}
 			r.Start()
 			var carrier string // the commit that carried before's events

@@ -49,7 +49,7 @@ func TestReconcilerGroupTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
-	q := &reconciler.Reconciler{Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}},
+	q := &reconciler.Reconciler{Pipeline: &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}},
 		Sink: &reconciler.GitSink{Repo: repo}, MaxWait: time.Millisecond, GroupTimeout: time.Second}
 	q.Start()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -124,7 +124,7 @@ func suspendTree(t *testing.T, format string) (p *reconciler.Pipeline, tree mapT
 	t.Helper()
 	cfg := generator.DefaultConfig()
 	cfg.Format = format
-	p = &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t)}
+	p = &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t)}
 	res, _, tree := written(t, p, event(t, "01-prod-a-create.yaml"))
 	dir := generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName)
 	return p, tree, path.Join(dir, reconciler.RecordFile), path.Join(dir, cfg.DeployFile())

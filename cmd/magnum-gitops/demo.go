@@ -79,7 +79,7 @@ func runDemo(ctx context.Context, w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Encrypter: enc}}
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Encrypter: enc}}
 	sink := &reconciler.GitSink{Repo: repo}
 	names, err := fixtures.EventNames()
 	if err != nil {

@@ -42,7 +42,7 @@ func BenchmarkMigrateDryRun(b *testing.B) {
 	b.Run(fmt.Sprintf("render/clusters=%d", clusters), func(b *testing.B) {
 		for b.Loop() {
 			for _, ev := range events {
-				if _, err := generator.Render(ev, &gcfg); err != nil {
+				if _, err := generator.Render(ev, generator.MustSite(gcfg)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -100,7 +100,7 @@ func driverFleet(b *testing.B, clusters, perProject int) ([]*v1alpha1.ClusterEve
 		ev.Cluster.Name = fmt.Sprintf("m%04d", i)
 		ev.Cluster.StackID = fmt.Sprintf("m%04d-stack", i)
 		ev.Cluster.ProjectID = fmt.Sprintf("b5d1a3c7e9f24b6d8a0c2e4f6a8b%04d", i/perProject)
-		res, err := generator.Render(ev, &cfg)
+		res, err := generator.Render(ev, generator.MustSite(cfg))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -26,7 +26,7 @@ func openPipeline(f *config.File, insecurePlaintext bool, refused config.Refused
 		return nil, err
 	}
 	p := &reconciler.Pipeline{
-		Config:    &f.Config,
+		Config:    f.Site,
 		Resolvers: []reconciler.Resolver{reconciler.CABundle{File: f.Magnum.Drivers.OpenstackCAFile}},
 		Secrets:   reconciler.SecretPolicy{Encrypter: enc, Plaintext: insecurePlaintext},
 		Gate:      &reconciler.Gate{},

@@ -76,7 +76,7 @@ func (o *renderOptions) run(ctx context.Context, stdin io.Reader, stdout, stderr
 	}
 	if o.format != "" {
 		file.Config.Format = o.format
-		if err := file.Config.Validate(); err != nil {
+		if file.Site, err = generator.NewSite(file.Config); err != nil {
 			return fmt.Errorf("--format: %w", err)
 		}
 	}

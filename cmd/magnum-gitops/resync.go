@@ -146,7 +146,7 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 		fmt.Fprintf(stderr, "%d clusters would change\n", changed)
 		return failRefused()
 	}
-	if err := sink.Publish(ctx, &file.Config); err != nil {
+	if err := sink.Publish(ctx, file.Site); err != nil {
 		return err
 	}
 	// Batches of reconciler.DefaultMaxGroup clusters, one push each, the next read

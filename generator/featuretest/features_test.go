@@ -313,7 +313,7 @@ func TestFeaturesOnEveryChart(t *testing.T) {
 			t.Run(fc.name+"/"+version, func(t *testing.T) {
 				t.Parallel()
 				cfg := featureConfig(t, fc.name)
-				res, err := generator.Render(featureEvent(t, fc.name, version), cfg)
+				res, err := generator.Render(featureEvent(t, fc.name, version), generator.MustSite(*cfg))
 				if want, refused := fc.refusedOn[version]; refused {
 					var fe v1alpha1.InputErrors
 					if err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), want[0]+": ") || !strings.Contains(err.Error(), want[1]) {

@@ -46,7 +46,7 @@ func TestSitePostRenderersOnTheChart(t *testing.T) {
 			ev.ClusterTemplate.Labels["capi_helm_chart_version"] = version
 			cfg := generator.DefaultConfig()
 			cfg.Flux.PostRenderers = site
-			res, err := generator.Render(ev, &cfg)
+			res, err := generator.Render(ev, generator.MustSite(cfg))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,7 +46,7 @@ func renderFixtures(t *testing.T, cfg *generator.Config) map[string]*generator.R
 		if ev.Operation == v1alpha1.DeleteCluster {
 			continue
 		}
-		res, err := generator.Render(ev, cfg)
+		res, err := generator.Render(ev, generator.MustSite(*cfg))
 		if err != nil {
 			t.Fatalf("%s: %v", n, err)
 		}

@@ -36,6 +36,8 @@ type File struct {
 	// MagnumConf is an existing magnum.conf whose driver options are read first; the
 	// magnum section of this file then overrides them.
 	MagnumConf string `json:"magnum_conf,omitempty"`
+	// Site is the generator's sections as Load validated them: what renders take.
+	Site *generator.Site `json:"-"`
 }
 
 // Load reads a YAML configuration over the defaults. Unknown keys are errors: a
@@ -80,9 +82,11 @@ func Load(path string) (*File, error) {
 	if err := loadRegistryFiles(&cfg.Registries); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	if err := cfg.Config.Validate(); err != nil {
+	site, err := generator.NewSite(cfg.Config)
+	if err != nil {
 		return nil, fmt.Errorf("config %s:\n%w", path, err)
 	}
+	cfg.Site = site
 	// flux.path and the management clusters' paths become paths in Git: no spelling of
 	// .git, .gitmodules and the like.
 	if err := gitrepo.ValidPath(cfg.Flux.Path); err != nil {

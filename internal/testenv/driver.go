@@ -26,8 +26,7 @@ func DriverRelease(t testing.TB, ev *v1alpha1.ClusterEvent, site ...helmv2.PostR
 	plain.Adopted = nil
 	plain.Cluster.Labels = maps.Clone(ev.Cluster.Labels)
 	maps.DeleteFunc(plain.Cluster.Labels, func(k, _ string) bool { return generator.IsFeatureLabel(k) })
-	cfg := generator.DefaultConfig()
-	res, err := generator.Render(&plain, &cfg)
+	res, err := generator.Render(&plain, generator.MustSite(generator.DefaultConfig()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func BenchmarkCompare(b *testing.B) {
 	b.Run("render", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := generator.Render(ev, &cfg); err != nil {
+			if _, err := generator.Render(ev, generator.MustSite(cfg)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -35,7 +35,7 @@ func BenchmarkCompare(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := generator.Render(e, &cfg)
+				res, err := generator.Render(e, generator.MustSite(cfg))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -47,7 +47,7 @@ func render(t *testing.T, ev *v1alpha1.ClusterEvent, site ...helmv2.PostRenderer
 	t.Helper()
 	cfg := generator.DefaultConfig()
 	cfg.Flux.PostRenderers = site
-	res, err := generator.Render(ev, &cfg)
+	res, err := generator.Render(ev, generator.MustSite(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,7 +171,7 @@ func seed(dir string, clusters int) error {
 		return err
 	}
 	cfg := generator.DefaultConfig()
-	p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}}
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}}
 	change := gitrepo.Change{Subject: fmt.Sprintf("seed %d clusters", clusters), Files: map[string][]byte{}}
 	for i := range clusters {
 		ev := benchEventOf(clusters, i, 3)
@@ -214,7 +214,7 @@ func startBench(b *testing.B, remote string, maxGroup int) string {
 	done := make(chan error, 1)
 	go func() {
 		done <- service.Run(ctx, service.Options{
-			Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}},
+			Pipeline: &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}},
 			Sink:     &reconciler.GitSink{Repo: repo}, Listen: "127.0.0.1:0", Tokens: httpapi.Tokens{[]byte(token)},
 			MaxGroup: maxGroup, ResyncInterval: 0, Ready: ready,
 			Log: discardLogger(),
@@ -438,7 +438,7 @@ func BenchmarkResync(b *testing.B) {
 			gate := func() *reconciler.Gate {
 				return &reconciler.Gate{Build: "bench", File: filepath.Join(b.TempDir(), "settled")}
 			}
-			p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: gate()}
+			p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: gate()}
 			r, stop := runReconciler(p, repo)
 			defer stop()
 			if keep.gate {
@@ -550,7 +550,7 @@ func BenchmarkResyncCommit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}}
+		p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}}
 		r, stop := runReconciler(p, repo)
 		b.StartTimer()
 		changed, err := resyncThrough(ctx, p, r, repo)

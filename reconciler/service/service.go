@@ -184,7 +184,7 @@ func newService(o Options) (*Service, error) {
 	}
 	s := &Service{o: o, m: newMetrics(o.Registry), ledger: reconciler.NewLedger()}
 	var err error
-	if s.managed, err = manage(o.Pipeline.Config, o.Management, o.Log); err != nil {
+	if s.managed, err = manage(&o.Pipeline.Config.Config, o.Management, o.Log); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -84,7 +84,7 @@ func (h *harness) run(mutate func(*service.Options)) {
 	cfg := generator.DefaultConfig()
 	ready := make(chan string, 1)
 	o := service.Options{
-		Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t)},
+		Pipeline: &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t)},
 		Sink:     &reconciler.GitSink{Repo: repo}, Listen: "127.0.0.1:0",
 		Tokens: httpapi.Tokens{[]byte(token)}, Management: []service.ManagementCluster{{Status: objectsFile(h.objects)}}, DeleteInterval: 50 * time.Millisecond,
 		Log: slog.New(slog.NewJSONHandler(h.logs, nil)), Ready: ready,
@@ -211,7 +211,7 @@ func TestEventsInOrderMatchApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
-	p := &reconciler.Pipeline{Config: &cfg, Secrets: encrypting(t)}
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t)}
 	sink := &reconciler.GitSink{Repo: repo}
 	for _, n := range names {
 		ev, err := reconciler.Decode(fixture(t, n))

@@ -223,7 +223,7 @@ func TestServeStartChild(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- service.Run(ctx, service.Options{
-			Pipeline: &reconciler.Pipeline{Config: &cfg, Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}},
+			Pipeline: &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}},
 			Sink:     &reconciler.GitSink{Repo: repo}, Listen: "127.0.0.1:0", Tokens: httpapi.Tokens{[]byte(token)},
 			Ready: ready, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})

@@ -216,7 +216,7 @@ func realObjects(t *testing.T, namespace string) []*unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	cfg := generator.DefaultConfig()
-	res, err := generator.Render(ev, &cfg)
+	res, err := generator.Render(ev, generator.MustSite(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
