@@ -11,9 +11,9 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
-	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/migrate"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/poller"
 )
 
 // templates is the template selection of --source magnum: the flags, else the
@@ -29,7 +29,7 @@ func (o *migrateOptions) templates(c *config.OpenStack) (func(openstack.ClusterT
 	if label == "" && driver == "" {
 		return nil, config.Invalid(errors.New("--source magnum: set --template-label or --template-driver (or openstack.poller.select): migrating every cluster of a cloud by accident is not an option"))
 	}
-	sel, err := reconciler.SelectTemplates(label, driver)
+	sel, err := poller.SelectTemplates(label, driver)
 	if err != nil {
 		return nil, config.Invalid(fmt.Errorf("--template-label: %w", err))
 	}
@@ -49,7 +49,7 @@ func fromMagnum(ctx context.Context, c *config.OpenStack, cloud *openstack.Cloud
 	if err != nil {
 		return nil, nil, err
 	}
-	poller := &reconciler.Poller{Magnum: m, Select: sel, AuthURL: authURL, PageSize: c.Poller.PageSize}
+	poller := &poller.Poller{Magnum: m, Select: sel, AuthURL: authURL, PageSize: c.Poller.PageSize}
 	listed, err := poller.List(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("magnum: %w", err)

@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
-	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/poller"
 )
 
 // connectOpenStack authenticates to OpenStack as the section says.
@@ -28,8 +28,8 @@ func openstackResolver(c *config.OpenStack, cloud *openstack.Cloud) *openstack.R
 // deleted from Git only when the session has the admin role: Magnum lists every project's
 // clusters to admins only, and to anyone else a cluster of another project is merely
 // invisible.
-func magnumPoller(c *config.OpenStack, cloud *openstack.Cloud, log *slog.Logger) (*reconciler.Poller, error) {
-	sel, err := reconciler.SelectTemplates(c.Poller.Select.Label, c.Poller.Select.Driver)
+func magnumPoller(c *config.OpenStack, cloud *openstack.Cloud, log *slog.Logger) (*poller.Poller, error) {
+	sel, err := poller.SelectTemplates(c.Poller.Select.Label, c.Poller.Select.Driver)
 	if err != nil {
 		return nil, fmt.Errorf("openstack.poller.%w", err)
 	}
@@ -45,7 +45,7 @@ func magnumPoller(c *config.OpenStack, cloud *openstack.Cloud, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	p := &reconciler.Poller{Magnum: m, Select: sel, AuthURL: authURL, AllProjects: slices.Contains(roles, "admin"),
+	p := &poller.Poller{Magnum: m, Select: sel, AuthURL: authURL, AllProjects: slices.Contains(roles, "admin"),
 		Interval: c.Poller.Interval.Duration, PageSize: c.Poller.PageSize, CreateGrace: c.Poller.Grace(), Log: log}
 	if !p.AllProjects {
 		log.Warn("openstack: the poller's credentials lack the admin role: Magnum shows them only their own project's clusters, and clusters missing from its list are never deleted from git")
@@ -55,7 +55,7 @@ func magnumPoller(c *config.OpenStack, cloud *openstack.Cloud, log *slog.Logger)
 		if err != nil {
 			return nil, err
 		}
-		p.Credentials = reconciler.ServiceCredentials(&openstack.AppCredentials{Identity: identity})
+		p.Credentials = poller.ServiceCredentials(&openstack.AppCredentials{Identity: identity})
 	}
 	return p, nil
 }

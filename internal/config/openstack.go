@@ -55,12 +55,12 @@ type Poller struct {
 	// CreateGrace is how long after its created_at a new cluster Magnum shows
 	// CREATE_IN_PROGRESS is left to the driver shim, which posts create_cluster with the
 	// user's credential and Magnum's CA seconds after Magnum lists it (default 5m, see
-	// reconciler.Poller.CreateGrace). A pointer: 0s is a choice, no grace, for a site
+	// poller.Poller.CreateGrace). A pointer: 0s is a choice, no grace, for a site
 	// without the shim.
 	CreateGrace *generator.Duration `json:"create_grace,omitempty"`
 }
 
-// Grace is the reconciler.Poller's CreateGrace the section asks for: the poller's default
+// Grace is the poller.Poller's CreateGrace the section asks for: the poller's default
 // when unset, none (negative) for 0s.
 func (p *Poller) Grace() time.Duration {
 	switch {

@@ -20,6 +20,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/poller"
 	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/magnum-gitops/magnum-gitops/status/report"
 )
@@ -66,7 +67,7 @@ type Options struct {
 	Elect func(ctx context.Context) (context.Context, error)
 	// Poller, when set, polls Magnum on the leader (serve --source magnum); the service sets
 	// its Clusters and Submit.
-	Poller *reconciler.Poller
+	Poller *poller.Poller
 	// OnSecretsRemoved is called after a deleted cluster's Secrets are gone (e.g. to
 	// delete its application credential).
 	OnSecretsRemoved func(ctx context.Context, rec reconciler.ClusterRecord) error

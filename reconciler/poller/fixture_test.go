@@ -1,6 +1,7 @@
-package reconciler_test
+package poller_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -33,6 +34,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv/magnumstandin"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/poller"
 )
 
 func TestMain(m *testing.M) { keystone.Main(m) }
@@ -160,7 +162,7 @@ func (f *pollFixture) tick() string {
 // read back from its records, a reconciler committing to it, and a poller. Several in a row
 // are restarts.
 type service struct {
-	poller   *reconciler.Poller
+	poller   *poller.Poller
 	clusters *reconciler.Clusters
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -182,7 +184,7 @@ func (f *pollFixture) start(t *testing.T) *service {
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("loading the clusters from git: %v %v", err, bad)
 	}
-	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encryptingFor(t, f.age),
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t, f.age),
 		Resolvers: []reconciler.Resolver{openstack.NewResolver(f.cloud, openstack.ResolverOptions{}),
 			reconciler.CABundle{File: f.caFile}}}
 	q := &reconciler.Reconciler{Pipeline: p, Sink: &reconciler.GitSink{Repo: repo}, Ledger: reconciler.NewLedger(), Clusters: clusters}
@@ -200,12 +202,12 @@ func (f *pollFixture) start(t *testing.T) *service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds := reconciler.ServiceCredentials(&openstack.AppCredentials{Identity: identity})
-	selectTemplates, err := reconciler.SelectTemplates("gitops=true", "")
+	creds := poller.ServiceCredentials(&openstack.AppCredentials{Identity: identity})
+	selectTemplates, err := poller.SelectTemplates("gitops=true", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.poller = &reconciler.Poller{Magnum: client, Select: selectTemplates, Clusters: clusters,
+	s.poller = &poller.Poller{Magnum: client, Select: selectTemplates, Clusters: clusters,
 		Submit: func(ctx context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary {
 			if s.crashAfter == 0 {
 				return reconciler.NewSummary(ev, nil, fmt.Errorf("simulated crash before %s", ev.Operation))
@@ -274,4 +276,14 @@ func (f *pollFixture) show(t *testing.T, path string) string {
 		return ""
 	}
 	return f.git.Git(dir, "show", "main:"+path)
+}
+
+// encrypting is the SOPS policy serve has for the age identity id.
+func encrypting(t testing.TB, id *age.X25519Identity) reconciler.SecretPolicy {
+	t.Helper()
+	enc, err := sopsenc.New(sopsenc.Options{AgeRecipients: []string{id.Recipient().String()}, DigestKey: bytes.Repeat([]byte{1}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reconciler.SecretPolicy{Encrypter: enc}
 }

@@ -1,4 +1,4 @@
-package reconciler
+package poller
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 )
 
@@ -67,9 +68,9 @@ type Poller struct {
 	Select func(openstack.ClusterTemplate) bool
 	// Clusters is the last event per cluster that Git holds; Submit must record into it
 	// (the Reconciler does, with Reconciler.Clusters set). The poller records what Submit did not.
-	Clusters *Clusters
+	Clusters *reconciler.Clusters
 	// Submit commits one event and answers once it is pushed (Reconciler.Submit).
-	Submit func(ctx context.Context, ev *v1alpha1.ClusterEvent) Summary
+	Submit func(ctx context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary
 	// Credentials, when set, makes the application credential of a cluster Git has never
 	// held (created once per cluster and reused until the create is committed; a crash in
 	// between leaves it unused in Keystone, named magnum-<uuid>-…).
@@ -132,7 +133,7 @@ func (p *Poller) Run(ctx context.Context) {
 // events for this pass (the next pass derives them again) and is returned with the others.
 func (p *Poller) Poll(ctx context.Context) error {
 	if p.Magnum == nil || p.Select == nil || p.Clusters == nil || p.Submit == nil {
-		return errors.New("reconciler: Poller needs Magnum, Select, Clusters and Submit")
+		return errors.New("poller: Poller needs Magnum, Select, Clusters and Submit")
 	}
 	p.pass.Lock()
 	defer p.pass.Unlock()
@@ -262,7 +263,7 @@ func (p *Poller) template(ctx context.Context, id string, templates map[string]o
 }
 
 // recordSelected reports whether the template Git records for a cluster is selected.
-func (p *Poller) recordSelected(rec ClusterRecord, templates map[string]openstack.ClusterTemplate) bool {
+func (p *Poller) recordSelected(rec reconciler.ClusterRecord, templates map[string]openstack.ClusterTemplate) bool {
 	if t, ok := templates[templateID(rec.Event)]; ok {
 		return p.Select(t)
 	}

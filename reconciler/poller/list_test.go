@@ -1,12 +1,13 @@
-package reconciler_test
+package poller_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv/magnumstandin"
-	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/poller"
 )
 
 // TestPollerList: List reads the clusters of the selected templates as Magnum holds them,
@@ -37,11 +38,11 @@ func TestPollerList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel, err := reconciler.SelectTemplates("gitops=true", "")
+	sel, err := poller.SelectTemplates("gitops=true", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &reconciler.Poller{Magnum: client, Select: sel, AuthURL: f.ks.AuthURL, PageSize: 1}
+	p := &poller.Poller{Magnum: client, Select: sel, AuthURL: f.ks.AuthURL, PageSize: 1}
 	got, err := p.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +86,10 @@ func TestPollerList(t *testing.T) {
 		if ev.Secrets != nil || ev.Resolved.Image != nil || len(ev.Resolved.Flavors) > 0 {
 			t.Errorf("%s: the event carries secrets or resolved facts: List reads Magnum alone", mc.Name)
 		}
-		if _, err := reconciler.Record(ev); err != nil {
-			t.Errorf("%s: the event does not record: %v", mc.Name, err)
+		if b, err := json.Marshal(ev); err != nil {
+			t.Errorf("%s: the event does not encode: %v", mc.Name, err)
+		} else if _, err := v1alpha1.DecodeEvent(b); err != nil {
+			t.Errorf("%s: the event API would refuse the event: %v", mc.Name, err)
 		}
 	}
 	if n := len(f.git.Git(f.git.Dir("clusters.git"), "rev-list", "--all")); n != 0 {

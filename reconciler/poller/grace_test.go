@@ -1,4 +1,4 @@
-package reconciler_test
+package poller_test
 
 import (
 	"context"
@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/poller"
 )
 
 // graceMagnum is a Magnum API in memory: one selected template and the clusters a test
@@ -118,7 +120,10 @@ func TestPollerCreateGrace(t *testing.T) {
 					FlavorID: "m1.medium", NodeCount: 2, MinNodeCount: 1, IsDefault: true, Status: tc.status},
 			}
 			m := &graceMagnum{clusters: []openstack.Cluster{c}, groups: map[string][]openstack.NodeGroup{uuid: groups}}
-			clusters := reconciler.NewClusters()
+			clusters, _, err := reconciler.LoadClusters(noFiles{}, generator.MustSite(generator.DefaultConfig()), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tc.inGit {
 				// The shim's create, one worker ago.
 				ev := &v1alpha1.ClusterEvent{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.EventKind, ID: "shim-create",
@@ -129,7 +134,7 @@ func TestPollerCreateGrace(t *testing.T) {
 				ev.NodeGroups[1].NodeCount, ev.Cluster.NodeCount = 1, new(1)
 				clusters.Observe(ev, reconciler.Summary{EventID: ev.ID, StackID: "prod-a-x", Revision: "c0ffee"}, created)
 			}
-			sel, err := reconciler.SelectTemplates("gitops=true", "")
+			sel, err := poller.SelectTemplates("gitops=true", "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +142,7 @@ func TestPollerCreateGrace(t *testing.T) {
 			credCalls := 0
 			var now time.Time
 			logs := leakcheck.Log(t, "the poller's log")
-			p := &reconciler.Poller{Magnum: m, Select: sel, Clusters: clusters, AllProjects: true, CreateGrace: tc.grace,
+			p := &poller.Poller{Magnum: m, Select: sel, Clusters: clusters, AllProjects: true, CreateGrace: tc.grace,
 				Submit: func(_ context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary {
 					submitted = append(submitted, string(ev.Operation))
 					return reconciler.Summary{EventID: ev.ID, Operation: ev.Operation, ClusterUUID: ev.Cluster.UUID,
@@ -172,3 +177,8 @@ func TestPollerCreateGrace(t *testing.T) {
 		})
 	}
 }
+
+// noFiles is a repository with no file: an index loaded from it knows no cluster.
+type noFiles struct{ reconciler.EmptyTree }
+
+func (noFiles) ListFiles(string) ([]string, error) { return nil, nil }

@@ -1,4 +1,4 @@
-package reconciler
+package poller
 
 import (
 	"cmp"
@@ -53,10 +53,11 @@ func (p *Poller) pollEvent(rec *v1alpha1.ClusterEvent, st step) *v1alpha1.Cluste
 // submit commits one step and records it.
 func (p *Poller) submit(ctx context.Context, c openstack.Cluster, rec *v1alpha1.ClusterEvent, st step) error {
 	ev := p.pollEvent(rec, st)
-	// The record must read back after a restart; refuse here what would not.
-	if b, err := encodeRecord(ev); err != nil {
+	// The event must be one the event API would take (Magnum's strings are not checked
+	// as the API checks a document), so that its record reads back after a restart.
+	if b, err := json.Marshal(ev); err != nil {
 		return err
-	} else if _, err := readRecord(b); err != nil {
+	} else if _, err := v1alpha1.DecodeEvent(b); err != nil {
 		return fmt.Errorf("event %s: %w", ev.ID, err)
 	}
 	if st.Op == v1alpha1.CreateCluster && p.Credentials != nil {

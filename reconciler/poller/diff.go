@@ -1,4 +1,4 @@
-package reconciler
+package poller
 
 import (
 	"encoding/json"
