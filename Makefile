@@ -102,7 +102,7 @@ argocd: ## Build or reuse Argo CD v3.6.1 and helm, from the Go module proxy (fir
 # redis-server) syncing Applications from a real Git server; records fixtures/status/argo
 # with ARGOCD_RECORD=1. Not in CI yet (issue 48).
 e2e-argocd: testbin argocd ## The real Argo CD controllers against a real API server and Git server (internal/testenv/argocd)
-	ARGOCD_TESTS=1 KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" ARGOCD_BIN="$$(hack/argocd.sh | tail -n 1)" 	  $(GO) test $(GOFLAGS) ./internal/testenv/argocd/ -count=1 -timeout 30m -v
+	ARGOCD_TESTS=1 KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" ARGOCD_BIN="$$(hack/argocd.sh | tail -n 1)" SOPS_BIN="$$(hack/sops.sh | tail -n 1)" $(GO) test $(GOFLAGS) ./internal/testenv/argocd/ -count=1 -timeout 30m -v
 
 # The real Magnum 15 (magnum-api, magnum-conductor, Keystone, Glance, RabbitMQ, MariaDB from
 # Debian, installed on first use) with the driver shim installed from its wheel, driven by

@@ -2,7 +2,10 @@
 // argocd-application-controller (the multi-call binary hack/argocd.sh builds from the Go
 // module proxy) with a Redis of their own, out of cluster, against a testenv API server,
 // in the namespace argocd. Applications are then synced from a real Git server by Argo CD
-// itself, so their status is Argo CD's own, not a guess at its shape.
+// itself, so their status is Argo CD's own, not a guess at its shape. With
+// Options.AgeIdentity, argocd-cmp-server runs beside the repo-server with the sops plugin
+// operators install (deploy/argocd/sops-plugin.yaml, the sops CLI of hack/sops.sh), so
+// SOPS-encrypted Secrets sync decrypted (cmp.go).
 //
 // What a deployed Argo CD takes from its ConfigMaps through env vars (argocd-cm,
 // argocd-cmd-params-cm) is written to those ConfigMaps in the API server and handed to the
@@ -53,6 +56,11 @@ type Options struct {
 	Reconciliation time.Duration
 	// LogLevel is the processes' log level (info, or debug to see every comparison).
 	LogLevel string
+	// AgeIdentity, an age identity (AGE-SECRET-KEY-1...), also runs argocd-cmp-server
+	// with the sops plugin (cmp.go), which decrypts with it: Applications with
+	// source.plugin.name SOPSPlugin then sync SOPS-encrypted Secrets. It needs the sops
+	// CLI hack/sops.sh builds ($SOPS_BIN). Empty: no plugin runs.
+	AgeIdentity string
 }
 
 // Argo is a running Argo CD, stopped when the test that started it ends.
@@ -63,11 +71,12 @@ type Argo struct {
 	// RepoServer and Redis are the loopback addresses of the repo-server and Redis.
 	RepoServer, Redis string
 
-	t     testing.TB
-	dir   string // holds the kubeconfig, each process's files and logs
-	bin   string // the directory hack/argocd.sh prints
-	opts  Options
-	procs []*process
+	t       testing.TB
+	dir     string // holds the kubeconfig, each process's files and logs
+	bin     string // the directory hack/argocd.sh prints
+	opts    Options
+	procs   []*process
+	stopped bool
 }
 
 // binDir is where to look for the binaries: $ARGOCD_BIN (the directory hack/argocd.sh
@@ -96,10 +105,17 @@ func missing(dir string) string {
 	return ""
 }
 
+// executable reports whether path is a file someone may run.
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
 // Start runs Argo CD for the test against env: it installs the Application and AppProject
 // CRDs of Version, creates the namespace argocd with what the controllers read there
-// (settings.go), starts Redis, the repo-server and the application controller, and waits
-// until each answers. Everything is stopped (each process group: SIGTERM, then SIGKILL)
+// (settings.go), starts Redis, the sops plugin's argocd-cmp-server (with
+// Options.AgeIdentity), the repo-server and the application controller, and waits until
+// each answers. Everything is stopped (each process group: SIGTERM, then SIGKILL)
 // when the test ends; if the test failed, the end of every log is printed first. Run one
 // at a time against an API server: two would reconcile the same Applications.
 func Start(t testing.TB, env *testenv.Env, opts Options) *Argo {
@@ -111,6 +127,16 @@ func Start(t testing.TB, env *testenv.Env, opts Options) *Argo {
 	dir := binDir()
 	if m := missing(dir); m != "" {
 		unavailable(t, fmt.Sprintf("argo cd %s: %s not found in %s (build it with hack/argocd.sh; ARGOCD_BIN names its directory)", Version, m, dir))
+	}
+	var sopsDir string
+	if opts.AgeIdentity != "" {
+		if !executable(filepath.Join(dir, cmpServerName)) {
+			unavailable(t, fmt.Sprintf("argo cd %s: %s not found in %s (build it with hack/argocd.sh; ARGOCD_BIN names its directory)", Version, cmpServerName, dir))
+		}
+		sopsDir = sopsBinDir()
+		if !executable(filepath.Join(sopsDir, "sops")) {
+			unavailable(t, fmt.Sprintf("sops %s not found in %q (build it with hack/sops.sh; SOPS_BIN names its directory)", SOPSVersion, sopsDir))
+		}
 	}
 	redis, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -131,6 +157,9 @@ func Start(t testing.TB, env *testenv.Env, opts Options) *Argo {
 	a.Redis = a.startRedis(redis)
 	a.RepoServer = freeAddr(t)
 	a.configure(ctx, env)
+	if opts.AgeIdentity != "" {
+		a.startCMPServer(sopsDir)
+	}
 	a.startRepoServer()
 	a.startController()
 	return a

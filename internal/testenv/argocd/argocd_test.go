@@ -370,13 +370,19 @@ func newWorkRepo(t *testing.T, git *gitserver.Server, name string) *workRepo {
 // pushes to main; it returns the commit.
 func (r *workRepo) push(message string, files map[string]string) string {
 	r.t.Helper()
+	return r.pushAt(appPath, message, files)
+}
+
+// pushAt is push with the files under dir, a path in the repository.
+func (r *workRepo) pushAt(dir, message string, files map[string]string) string {
+	r.t.Helper()
 	names := make([]string, 0, len(files))
 	for name := range files {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		p := filepath.Join(r.dir, appPath, name)
+		p := filepath.Join(r.dir, dir, name)
 		if files[name] == "" {
 			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 				r.t.Fatal(err)

@@ -39,8 +39,9 @@ const (
 //     ARGOCD_REPO_SERVER_CLIENT_CA_PATH: empty directories where the pod mounts its TLS
 //     Secret and the argocd-tls-certs-cm and argocd-ssh-known-hosts-cm ConfigMaps, and
 //     an absent client CA (no mTLS), instead of paths under /app/config;
-//   - ARGOCD_PLUGINSOCKFILEPATH: an empty directory where config-management plugins'
-//     sockets would be (the pod's plugins volume, shared with argocd-cmp-server sidecars).
+//   - ARGOCD_PLUGINSOCKFILEPATH: the directory where config-management plugins' sockets
+//     are (the pod's plugins volume, shared with argocd-cmp-server sidecars): empty, or
+//     holding the sops plugin's with Options.AgeIdentity (cmp.go).
 func (a *Argo) startRepoServer() {
 	t := a.t
 	t.Helper()
@@ -62,7 +63,7 @@ func (a *Argo) startRepoServer() {
 		"ARGOCD_TLS_DATA_PATH="+a.mkdir(repoServerName, "config", "tls"),
 		"ARGOCD_SSH_DATA_PATH="+a.mkdir(repoServerName, "config", "ssh"),
 		"ARGOCD_REPO_SERVER_CLIENT_CA_PATH="+filepath.Join(conf, "reposerver", "mtls", "client-ca.crt"),
-		"ARGOCD_PLUGINSOCKFILEPATH="+a.mkdir(repoServerName, "plugins"),
+		"ARGOCD_PLUGINSOCKFILEPATH="+a.pluginsDir(),
 	)
 	p := a.launch(repoServerName, filepath.Join(a.bin, repoServerName), []string{
 		"--address", "127.0.0.1", "--port", port,

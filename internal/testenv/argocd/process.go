@@ -70,9 +70,9 @@ func (a *Argo) launch(name, path string, args, env []string) *process {
 	return p
 }
 
-// baseEnv is the test's environment without what would change how Argo CD, Redis, Helm
-// or Git behave (or point them at another cluster); HOME, TMPDIR and the XDG directories
-// go too, as each process gets its own.
+// baseEnv is the test's environment without what would change how Argo CD, Redis, Helm,
+// Git or sops behave (or point them at another cluster, or another age key); HOME, TMPDIR
+// and the XDG directories go too, as each process gets its own.
 func baseEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -81,6 +81,7 @@ func baseEnv() []string {
 		case strings.HasPrefix(name, "ARGOCD_"), strings.HasPrefix(name, "REDIS"),
 			strings.HasPrefix(name, "HELM_"), strings.HasPrefix(name, "GIT_"),
 			strings.HasPrefix(name, "XDG_"), strings.HasPrefix(name, "KUBE"),
+			strings.HasPrefix(name, "SOPS_"),
 			name == "HOME", name == "TMPDIR", name == "PATH":
 			continue
 		}
@@ -118,12 +119,29 @@ func (a *Argo) waitHTTP(p *process, url string) {
 	}
 }
 
-// stop prints every log if the test failed, then stops the processes, the last started
-// first (the controller before the repo-server it calls, Redis last).
+// Stop stops every process now rather than when the test ends, so that a test can look
+// at what they left behind (FilesContaining) once none can write any more. Later calls,
+// and the one at the test's end, stop nothing.
+func (a *Argo) Stop() {
+	a.t.Helper()
+	a.stopProcesses()
+}
+
+// stop prints every log if the test failed, then stops the processes.
 func (a *Argo) stop() {
 	if a.t.Failed() {
 		a.t.Log(a.Logs())
 	}
+	a.stopProcesses()
+}
+
+// stopProcesses stops the processes once, the last started first (the controller before
+// the repo-server it calls, the repo-server before its plugin, Redis last).
+func (a *Argo) stopProcesses() {
+	if a.stopped {
+		return
+	}
+	a.stopped = true
 	for i := len(a.procs) - 1; i >= 0; i-- {
 		if err := a.procs[i].stop(); err != nil {
 			a.t.Error(err)
