@@ -10,6 +10,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/compact"
 )
 
 // ClusterRecord is what the service knows of a cluster: the last event applied to it and
@@ -48,7 +49,7 @@ type Clusters struct {
 	// snapshot whose head does not contain it predates the completion (see Follower).
 	goneIn map[string]string
 	// compact makes the copies of events records keep.
-	compact *compactor
+	compact *compact.Compactor
 }
 
 // tombstoneTTL is how long a completed delete stays answerable.
@@ -57,13 +58,13 @@ const tombstoneTTL = 7 * 24 * time.Hour
 // newClusters returns an empty index.
 func newClusters() *Clusters {
 	return &Clusters{m: map[string]ClusterRecord{}, gone: map[string]ClusterRecord{}, goneIn: map[string]string{},
-		compact: newCompactor()}
+		compact: compact.New()}
 }
 
 // Observe records an applied event. The stored event is a compacted copy, without Secret
 // material.
 func (c *Clusters) Observe(ev *v1alpha1.ClusterEvent, s Summary, at time.Time) {
-	rec := ClusterRecord{Event: c.compact.event(ev), StackID: s.StackID, Namespace: s.Namespace, Root: s.Root, Revision: s.Revision, At: at,
+	rec := ClusterRecord{Event: c.compact.Event(ev), StackID: s.StackID, Namespace: s.Namespace, Root: s.Root, Revision: s.Revision, At: at,
 		PullRequest: s.PullRequestURL}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -239,7 +240,7 @@ func (c *Clusters) load(repo FileLister, cfg *generator.Config, root string, fil
 			stackID = magnum.GenerateReleaseName(ev.Cluster.Name, ev.Cluster.UUID)
 		}
 		c.unbury(ev.Cluster.UUID)
-		c.m[ev.Cluster.UUID] = ClusterRecord{Event: c.compact.event(ev), StackID: stackID,
+		c.m[ev.Cluster.UUID] = ClusterRecord{Event: c.compact.Event(ev), StackID: stackID,
 			Namespace: magnum.Namespace(cfg.Magnum.CapiHelm.NamespacePrefix, ev.Cluster.ProjectID), Root: root, At: at}
 	}
 	return bad, nil

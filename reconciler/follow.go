@@ -130,7 +130,7 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 			if rev == "" && ev.ID == "" {
 				rev = t.event
 			}
-			rec = &ClusterRecord{Event: f.Clusters.compact.event(ev), StackID: t.stackID, Namespace: ns, Root: root, Revision: rev, At: now()}
+			rec = &ClusterRecord{Event: f.Clusters.compact.Event(ev), StackID: t.stackID, Namespace: ns, Root: root, Revision: rev, At: now()}
 		}
 		f.Clusters.replace(uuid, old.Event, rec, now(), head)
 	}

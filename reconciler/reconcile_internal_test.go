@@ -10,6 +10,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/internal/fixturetest"
 	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
 )
 
@@ -153,4 +154,10 @@ func TestReconcile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fixtureEvent decodes one fixture event.
+func fixtureEvent(t testing.TB, name string) *v1alpha1.ClusterEvent {
+	t.Helper()
+	return fixturetest.Event(t, name)
 }

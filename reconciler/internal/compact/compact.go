@@ -1,4 +1,6 @@
-package reconciler
+// Package compact keeps the events of a fleet in little memory: the copies the
+// reconciler's cluster index holds share what the fleet's events repeat.
+package compact
 
 import (
 	"hash/maphash"
@@ -10,7 +12,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 )
 
-// compactor makes the copies of events the cluster index keeps. A fleet's events repeat
+// Compactor makes the copies of events the cluster index keeps. A fleet's events repeat
 // one another: the same template labels, image, flavor and network names, node-group
 // labels. As decoded, each of 10,000 clusters holds its own copies, and the index is the
 // largest part of serve's heap once it runs. A compacted copy shares them: its strings are
@@ -21,7 +23,7 @@ import (
 // Records are never written to (every change builds a new event), which is what lets them
 // share maps. The copy is deep: the event it is made from, which its sender may still
 // read, is not touched.
-type compactor struct {
+type Compactor struct {
 	mu   sync.Mutex
 	seed maphash.Seed
 	// maps holds a canonical copy per content, by hash; cleared when it reaches maxMaps,
@@ -30,16 +32,16 @@ type compactor struct {
 	maps map[uint64]reflect.Value
 }
 
-// maxMaps bounds the canonical maps a compactor keeps: a fleet's distinct label sets
+// maxMaps bounds the canonical maps a Compactor keeps: a fleet's distinct label sets
 // (templates, node-group roles) number far fewer.
 const maxMaps = 4096
 
-func newCompactor() *compactor {
-	return &compactor{seed: maphash.MakeSeed(), maps: map[uint64]reflect.Value{}}
+func New() *Compactor {
+	return &Compactor{seed: maphash.MakeSeed(), maps: map[uint64]reflect.Value{}}
 }
 
 // event returns a deep copy of ev without Secret material, compacted.
-func (c *compactor) event(ev *v1alpha1.ClusterEvent) *v1alpha1.ClusterEvent {
+func (c *Compactor) Event(ev *v1alpha1.ClusterEvent) *v1alpha1.ClusterEvent {
 	out := *ev
 	out.Secrets = nil
 	c.mu.Lock()
@@ -51,7 +53,7 @@ func (c *compactor) event(ev *v1alpha1.ClusterEvent) *v1alpha1.ClusterEvent {
 // value replaces, in v (settable, already a shallow copy), every string by its interned
 // value, every string map by its shared copy, and every slice and pointer by a copy of
 // its own, walked the same way.
-func (c *compactor) value(v reflect.Value) {
+func (c *Compactor) value(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(unique.Make(v.String()).Value())
@@ -102,7 +104,7 @@ func (c *compactor) value(v reflect.Value) {
 
 // stringMap returns the canonical copy of a string map: an earlier equal one of the same
 // type, or a new copy with interned keys and values.
-func (c *compactor) stringMap(m reflect.Value) reflect.Value {
+func (c *Compactor) stringMap(m reflect.Value) reflect.Value {
 	keys := make([]string, 0, m.Len())
 	for _, k := range m.MapKeys() {
 		keys = append(keys, k.String())

@@ -1,6 +1,7 @@
-package reconciler
+package compact
 
 import (
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"reflect"
@@ -29,12 +30,12 @@ func TestCompactorEvent(t *testing.T) {
 	if err != nil || len(names) == 0 {
 		t.Fatal(names, err)
 	}
-	c := newCompactor()
+	c := New()
 	for _, name := range names {
 		name = name[len("events/"):]
 		t.Run(name, func(t *testing.T) {
 			ev, pristine := fixtureEvent(t, name), fixtureEvent(t, name)
-			got := c.event(ev)
+			got := c.Event(ev)
 			want := *pristine
 			want.Secrets = nil
 			if diff := cmp.Diff(&want, got); diff != "" {
@@ -102,11 +103,11 @@ func TestCompactorShares(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := newCompactor()
+			c := New()
 			a, b := fixtureEvent(t, "01-prod-a-create.yaml"), fixtureEvent(t, "01-prod-a-create.yaml")
 			a.ClusterTemplate.Labels = labels()
 			tt.other(b)
-			ca, cb := c.event(a), c.event(b)
+			ca, cb := c.Event(a), c.Event(b)
 			shared := reflect.ValueOf(ca.ClusterTemplate.Labels).UnsafePointer() == reflect.ValueOf(cb.ClusterTemplate.Labels).UnsafePointer()
 			if shared != tt.share {
 				t.Errorf("template labels shared: %v, want %v", shared, tt.share)
@@ -117,11 +118,11 @@ func TestCompactorShares(t *testing.T) {
 		})
 	}
 	// A type of its own: the same entries as a Labels and as a map[string]string.
-	c := newCompactor()
+	c := New()
 	ev := fixtureEvent(t, "01-prod-a-create.yaml")
 	ev.ClusterTemplate.Labels = v1alpha1.Labels{"role": "worker"}
 	ev.NodeGroups[1].NodeLabels = map[string]string{"role": "worker"}
-	got := c.event(ev)
+	got := c.Event(ev)
 	if got.NodeGroups[1].NodeLabels["role"] != "worker" || got.ClusterTemplate.Labels["role"] != "worker" {
 		t.Errorf("maps of two types with equal entries: %v, %v", got.ClusterTemplate.Labels, got.NodeGroups[1].NodeLabels)
 	}
@@ -144,26 +145,27 @@ func BenchmarkClustersMemory(b *testing.B) {
 		ev.Cluster.Name = fmt.Sprintf("b%05d", i)
 		ev.Cluster.StackID = fmt.Sprintf("b%05d-stack", i)
 		ev.Cluster.ProjectID = fmt.Sprintf("p%03d", i/20)
+		ev.Secrets = nil // as a cluster's record holds it
 		var err error
-		if records[i], err = encodeRecord(&ev); err != nil {
+		if records[i], err = json.Marshal(&ev); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for _, tc := range []struct {
 		name string
-		keep func(c *compactor, ev *v1alpha1.ClusterEvent) *v1alpha1.ClusterEvent
+		keep func(c *Compactor, ev *v1alpha1.ClusterEvent) *v1alpha1.ClusterEvent
 	}{
-		{"decoded", func(_ *compactor, ev *v1alpha1.ClusterEvent) *v1alpha1.ClusterEvent { return ev }},
-		{"compacted", (*compactor).event},
+		{"decoded", func(_ *Compactor, ev *v1alpha1.ClusterEvent) *v1alpha1.ClusterEvent { return ev }},
+		{"compacted", (*Compactor).Event},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var held uint64
 			for b.Loop() {
-				c := newCompactor()
+				c := New()
 				before := heapInUse()
 				kept := make([]*v1alpha1.ClusterEvent, clusters)
 				for i, data := range records {
-					ev, err := readRecord(data)
+					ev, err := v1alpha1.DecodeEvent(data)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -189,9 +191,9 @@ func heapInUse() uint64 {
 // each event answered).
 func BenchmarkCompactorEvent(b *testing.B) {
 	ev := fixtureEvent(b, "01-prod-a-create.yaml")
-	c := newCompactor()
+	c := New()
 	b.ReportAllocs()
 	for b.Loop() {
-		c.event(ev)
+		c.Event(ev)
 	}
 }
