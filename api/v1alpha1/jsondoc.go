@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
 )
 
 // errKeyTwice is checkJSON's refusal of a key set twice; ToJSON names the key (duplicateKey).
@@ -24,45 +23,12 @@ func isJSONObject(data []byte) bool {
 // It returns false when data is not strictly JSON (YAML flow syntax, comments, trailing
 // text), and the caller falls back to the YAML path, which decides the error.
 //
-// It is a single pass over the bytes, RFC 8259's grammar as encoding/json reads it
-// (TestCheckJSONMatchesTokens and FuzzCheckJSON hold it to a json.Decoder token walk):
-// the token walk it replaces allocated for every token and took a third of decoding an
-// event.
+// It is a token walk of encoding/json's decoder, so that JSON here is what encoding/json
+// reads. A hand-written scanner stood here: an event decoded in 0.56× the time with it, but
+// it saved 4 % of an event's CPU in BenchmarkThroughput, under the 10 % a port must save on
+// a path a user waits on (docs/benchmarks.md).
 func checkJSON(data []byte) (ok bool, err error) {
 	return checkJSONMembers(data, nil)
-}
-
-// checkJSONMembers is checkJSON, appending the document's top-level members to members
-// when it is not nil.
-func checkJSONMembers(data []byte, members *[]member) (ok bool, err error) {
-	c := jsonChecker{data: data, members: members}
-	c.space()
-	if c.i == len(c.data) || c.data[c.i] != '{' {
-		return false, nil // a scalar document is not an event
-	}
-	if !c.value(0) {
-		return c.err != nil, c.err
-	}
-	// One value only. A YAML comment after it is YAML's business; any other text is a
-	// second document (or garbage) that must not be dropped.
-	c.space()
-	switch {
-	case c.i == len(c.data):
-		return true, nil
-	case c.data[c.i] == '#':
-		return false, nil
-	}
-	return true, &FieldError{Field: "(document 2)", Message: "a file holds one document; found more after the JSON object"}
-}
-
-// jsonChecker walks a JSON document. A false return with err nil is a syntax error.
-type jsonChecker struct {
-	data []byte
-	i    int
-	err  error // a rule of ToJSON broken by valid JSON
-	keys [][]byte
-	// members, when not nil, collects the document's top-level members (decodeMembers).
-	members *[]member
 }
 
 // member is a top-level key of a document, decoded, and the bytes of its value.
@@ -71,221 +37,107 @@ type member struct {
 	value []byte
 }
 
-func (c *jsonChecker) space() {
-	for c.i < len(c.data) {
-		switch c.data[c.i] {
-		case ' ', '\t', '\n', '\r':
-			c.i++
-		default:
-			return
-		}
-	}
+// jsonFrame is an object or array the walk is in.
+type jsonFrame struct {
+	object bool
+	// keys are the object's keys so far; kept with the frame's slot and cleared, so that
+	// sibling objects reuse one set (push).
+	keys map[string]struct{}
+	// inValue: in an object, a key was read and its value is next (or open).
+	inValue bool
 }
 
-// value checks one value at c.i; depth counts the containers around it.
-func (c *jsonChecker) value(depth int) bool {
-	if c.i == len(c.data) {
-		return false
+// checkJSONMembers is checkJSON, appending the document's top-level members to members
+// when it is not nil: the key as encoding/json decodes it and the value's bytes, for
+// decodeMembers.
+func checkJSONMembers(data []byte, members *[]member) (ok bool, err error) {
+	if !isJSONObject(data) {
+		return false, nil // a scalar document is not an event
 	}
-	switch b := c.data[c.i]; {
-	case b == '{' || b == '[':
-		if depth >= MaxDepth {
-			c.err = &FieldError{Field: "(document)", Message: fmt.Sprintf("nested more than %d levels deep", MaxDepth)}
-			return false
-		}
-		if b == '{' {
-			return c.object(depth + 1)
-		}
-		return c.array(depth + 1)
-	case b == '"':
-		_, ok := c.str()
-		return ok
-	case b == 't':
-		return c.literal("true")
-	case b == 'f':
-		return c.literal("false")
-	case b == 'n':
-		return c.literal("null")
-	case b == '-' || b >= '0' && b <= '9':
-		return c.number()
-	}
-	return false
-}
-
-func (c *jsonChecker) object(depth int) bool {
-	c.i++               // {
-	mark := len(c.keys) // this object's keys are c.keys[mark:]
-	defer func() { c.keys = c.keys[:mark] }()
-	c.space()
-	if c.i < len(c.data) && c.data[c.i] == '}' {
-		c.i++
-		return true
-	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // a number no float64 holds is still JSON
+	var (
+		stack  []jsonFrame
+		key    string // the top-level member being read
+		keyEnd int64  // where its key ends
+	)
 	for {
-		c.space()
-		if c.i == len(c.data) || c.data[c.i] != '"' {
-			return false
+		tok, err := dec.Token()
+		if err != nil {
+			return false, nil // not JSON (or cut short): the YAML path decides
 		}
-		key, ok := c.str()
-		if !ok {
-			return false
-		}
-		for _, k := range c.keys[mark:] {
-			if bytes.Equal(k, key) {
-				// A duplicate must not silently win.
-				c.err = errKeyTwice
-				return false
-			}
-		}
-		c.keys = append(c.keys, key)
-		c.space()
-		if c.i == len(c.data) || c.data[c.i] != ':' {
-			return false
-		}
-		c.i++
-		c.space()
-		start := c.i
-		if !c.value(depth) {
-			return false
-		}
-		if depth == 1 && c.members != nil {
-			*c.members = append(*c.members, member{string(key), c.data[start:c.i]})
-		}
-		if more, ok := c.after('}'); !more {
-			return ok
-		}
-	}
-}
-
-func (c *jsonChecker) array(depth int) bool {
-	c.i++ // [
-	c.space()
-	if c.i < len(c.data) && c.data[c.i] == ']' {
-		c.i++
-		return true
-	}
-	for {
-		c.space()
-		if !c.value(depth) {
-			return false
-		}
-		if more, ok := c.after(']'); !more {
-			return ok
-		}
-	}
-}
-
-// after reads what follows a member or an element: a comma (more follow) or the closing
-// bracket. ok is false for anything else.
-func (c *jsonChecker) after(closing byte) (more, ok bool) {
-	c.space()
-	if c.i == len(c.data) {
-		return false, false
-	}
-	switch c.data[c.i] {
-	case ',':
-		c.i++
-		return true, true
-	case closing:
-		c.i++
-		return false, true
-	}
-	return false, false
-}
-
-// str checks a string at c.i and returns its content: the raw bytes, or, when it has
-// escapes or invalid UTF-8, the text as encoding/json decodes it, so that "a" and "\u0061"
-// are the same key.
-func (c *jsonChecker) str() ([]byte, bool) {
-	start := c.i
-	c.i++ // "
-	escaped := false
-	for c.i < len(c.data) {
-		switch b := c.data[c.i]; {
-		case b == '"':
-			c.i++
-			raw := c.data[start:c.i]
-			// encoding/json turns invalid UTF-8 into U+FFFD: two keys that differ only
-			// there are the same key once decoded.
-			if !escaped && utf8.Valid(raw) {
-				return raw[1 : len(raw)-1], true
-			}
-			var s string
-			if json.Unmarshal(raw, &s) != nil {
-				return nil, false
-			}
-			return []byte(s), true
-		case b == '\\':
-			escaped = true
-			if c.i+1 == len(c.data) {
-				return nil, false
-			}
-			switch c.data[c.i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				c.i += 2
-			case 'u':
-				if c.i+6 > len(c.data) {
-					return nil, false
+		if k, isString := tok.(string); isString && len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.object && !top.inValue {
+				// Token returns a key as a string, decoded: "a" and "\u0061" are one key,
+				// and so are two invalid UTF-8 sequences it turns into U+FFFD.
+				if _, dup := top.keys[k]; dup {
+					return true, errKeyTwice // a duplicate must not silently win
 				}
-				for _, h := range c.data[c.i+2 : c.i+6] {
-					if (h < '0' || h > '9') && (h < 'a' || h > 'f') && (h < 'A' || h > 'F') {
-						return nil, false
-					}
+				top.keys[k] = struct{}{}
+				top.inValue = true
+				if len(stack) == 1 {
+					key, keyEnd = k, dec.InputOffset()
 				}
-				c.i += 6
-			default:
-				return nil, false
+				continue
 			}
-		case b < ' ':
-			return nil, false
-		default:
-			c.i++
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if len(stack) >= MaxDepth {
+				return true, &FieldError{Field: "(document)", Message: fmt.Sprintf("nested more than %d levels deep", MaxDepth)}
+			}
+			stack = push(stack, tok == json.Delim('{'))
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return oneDocument(data[dec.InputOffset():])
+			}
+		}
+		// A value ended: a scalar, or the container just closed.
+		top := &stack[len(stack)-1]
+		if !top.object {
+			continue
+		}
+		top.inValue = false
+		if len(stack) == 1 && members != nil {
+			// Between the key and its value are white space and the colon only.
+			value := bytes.TrimLeft(data[keyEnd:dec.InputOffset()], " \t\r\n:")
+			*members = append(*members, member{key, value})
 		}
 	}
-	return nil, false
 }
 
-func (c *jsonChecker) literal(word string) bool {
-	if !bytes.HasPrefix(c.data[c.i:], []byte(word)) {
-		return false
+// push opens a container on stack, reusing the slot's set of keys.
+func push(stack []jsonFrame, object bool) []jsonFrame {
+	if len(stack) < cap(stack) {
+		stack = stack[:len(stack)+1]
+	} else {
+		stack = append(stack, jsonFrame{})
 	}
-	c.i += len(word)
-	return true
-}
-
-// number checks -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (c *jsonChecker) number() bool {
-	digits := func() int {
-		n := 0
-		for c.i < len(c.data) && c.data[c.i] >= '0' && c.data[c.i] <= '9' {
-			c.i++
-			n++
+	f := &stack[len(stack)-1]
+	f.object, f.inValue = object, false
+	if object {
+		if f.keys == nil {
+			f.keys = map[string]struct{}{}
+		} else {
+			clear(f.keys)
 		}
-		return n
 	}
-	if c.data[c.i] == '-' {
-		c.i++
-	}
+	return stack
+}
+
+// oneDocument decides what follows the object, rest. One value only: a YAML comment after
+// it is YAML's business; any other text is a second document (or garbage) that must not be
+// dropped.
+func oneDocument(rest []byte) (ok bool, err error) {
+	rest = bytes.TrimLeft(rest, " \t\r\n")
 	switch {
-	case c.i < len(c.data) && c.data[c.i] == '0':
-		c.i++
-	case digits() == 0:
-		return false
+	case len(rest) == 0:
+		return true, nil
+	case rest[0] == '#':
+		return false, nil
 	}
-	if c.i < len(c.data) && c.data[c.i] == '.' {
-		c.i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if c.i < len(c.data) && (c.data[c.i] == 'e' || c.data[c.i] == 'E') {
-		c.i++
-		if c.i < len(c.data) && (c.data[c.i] == '+' || c.data[c.i] == '-') {
-			c.i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return true
+	return true, &FieldError{Field: "(document 2)", Message: "a file holds one document; found more after the JSON object"}
 }

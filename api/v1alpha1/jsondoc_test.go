@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -15,6 +14,7 @@ import (
 func TestToJSONFastPath(t *testing.T) {
 	t.Parallel()
 	deep := strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1)
+	deepest := strings.Repeat(`{"a":`, MaxDepth) + "1" + strings.Repeat("}", MaxDepth)
 	for _, tc := range []struct {
 		name, doc string
 		fast      bool   // accepted by the JSON path as it is
@@ -27,6 +27,7 @@ func TestToJSONFastPath(t *testing.T) {
 		{"duplicate once invalid UTF-8 is replaced", "{\"\xf2\":1,\"\xff\":2}", false, "twice"},
 		{"same key in sibling objects", `{"a":{"k":1},"b":{"k":2},"c":[{"k":1},{"k":2}]}`, true, ""},
 		{"too deep", deep, false, "levels deep"},
+		{"as deep as allowed", deepest, true, ""},
 		{"second document", `{"id":"a"}{"id":"b"}`, false, "one document"},
 		{"trailing text", `{"id":"a"} x`, false, "one document"},
 		{"yaml comment after", "{\"id\": \"a\"} # note\n", false, ""},
@@ -74,14 +75,14 @@ func benchDecode(b *testing.B, asJSON bool) {
 	}
 }
 
-// TestCheckJSONMatchesTokens holds checkJSON to referenceCheckJSON, the json.Decoder token
-// walk it replaced, on the fast-path cases and on every cut of them.
-func TestCheckJSONMatchesTokens(t *testing.T) {
+// TestCheckJSONAgreesWithYAML holds checkJSON to the YAML path it lets JSON skip, on the
+// fast-path cases and on every cut of them (sameDecision).
+func TestCheckJSONAgreesWithYAML(t *testing.T) {
 	t.Parallel()
 	for _, doc := range checkJSONSeeds {
 		for i := 0; i <= len(doc); i++ {
-			sameCheck(t, []byte(doc[:i]))
-			sameCheck(t, []byte(doc[i:]))
+			sameDecision(t, []byte(doc[:i]))
+			sameDecision(t, []byte(doc[i:]))
 		}
 	}
 }
@@ -91,97 +92,119 @@ var checkJSONSeeds = []string{
 	` {"a": [1, -2.5e+3, 0, true, false, null, "x\u0041\n\"", {}, []]}  ` + "\n",
 	`{"a":1,"\u0061":2}`, `{"a":{"b":1},"c":{"b":2}}`, `{"a":1} # c`, `{"a":1} {"b":2}`, `{"a":01}`, `{"a":1.}`,
 	`{"a":-}`, `{"a":"\x"}`, `{"a":"` + "\x01" + `"}`, `{"a" 1}`, `{"a":1,}`, `[1]`, `{"a":[1,]}`, `{"a":tru}`,
-	"{\"a\":\"\xff\"}", "{\"\xf2\":1,\"\xff\":2}",
+	"{\"a\":\"\xff\"}", "{\"\xf2\":1,\"\xff\":2}", "\t{\"a\":\t[1,\t2]}\t", "{\"a\"\r\n:0}",
+	`{"a":` + strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth) + `}`,
 }
 
-func sameCheck(t *testing.T, data []byte) {
+// yamlPath is ToJSON without its JSON path: a comment line before the document makes
+// isJSONObject false and changes nothing YAML reads.
+func yamlPath(data []byte) ([]byte, error) {
+	return ToJSON(append([]byte("#\n"), data...))
+}
+
+// sameDecision: what checkJSON decides, the YAML path decides too. A document it
+// accepts, the YAML path accepts, to the same value, unless YAML cannot read it (yamlSyntax:
+// JSON takes invalid UTF-8, DEL, a lone surrogate escape, a key longer than 1024
+// characters); one it refuses for a key set twice or nesting too deep, the YAML path
+// refuses, with the same error where YAML reads it; the YAML path's estimate of nesting
+// counts one level more than there is (atDepthLimit). Where it falls back, the YAML path
+// decides by construction. The YAML path reads the document written compactly
+// (json.Compact): YAML refuses some of JSON's white space (a tab at the start of a line, a
+// line break between a key and its colon).
+//
+// Text after the object is where the two part: the YAML path reads the first flow mapping
+// and drops what follows it (`{"a":1} x`), so checkJSON refuses it on its own: the object
+// is one JSON value encoding/json decodes, and what follows is neither blank nor a comment.
+func sameDecision(t *testing.T, data []byte) {
 	t.Helper()
 	if !isJSONObject(data) {
-		return // ToJSON asks checkJSON only then
+		return // ToJSON asks checkJSON only for an object
 	}
 	ok, err := checkJSON(data)
-	rok, rerr := referenceCheckJSON(data)
-	if ok != rok || (err == nil) != (rerr == nil) || err != nil && err.Error() != rerr.Error() {
-		t.Fatalf("checkJSON(%q) = %v, %v; the token walk gives %v, %v", data, ok, err, rok, rerr)
+	if !ok {
+		if err != nil {
+			t.Fatalf("checkJSON(%q) falls back with an error: %v", data, err)
+		}
+		return
+	}
+	if fe := (*FieldError)(nil); errors.As(err, &fe) && fe.Field == "(document 2)" {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		var first json.RawMessage
+		derr := dec.Decode(&first)
+		rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")
+		if derr != nil || len(rest) == 0 || rest[0] == '#' {
+			t.Fatalf("checkJSON(%q) finds a second document after %s (%v), followed by %q", data, first, derr, rest)
+		}
+		if fok, ferr := checkJSON(first); !fok || ferr != nil {
+			t.Fatalf("checkJSON(%q) finds a second document after %s, which it does not accept alone: %v, %v", data, first, fok, ferr)
+		}
+		return
+	}
+	asYAML := data
+	var compact bytes.Buffer
+	if json.Compact(&compact, data) == nil {
+		asYAML = compact.Bytes()
+	}
+	j, yerr := yamlPath(asYAML)
+	switch {
+	case err == nil && yerr != nil && !yamlSyntax(yerr) && !atDepthLimit(data, yerr):
+		t.Fatalf("checkJSON accepts %q; the YAML path refuses it: %v", data, yerr)
+	case err == nil && yerr == nil:
+		if !json.Valid(data) {
+			t.Fatalf("checkJSON accepts %q, which is not JSON", data)
+		}
+		var fast, slow any
+		if json.Unmarshal(data, &fast) != nil {
+			return // a number no float64 holds: nothing to compare
+		}
+		if uerr := json.Unmarshal(j, &slow); uerr != nil || !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("checkJSON accepts %q; the YAML path reads it as %s (%v)", data, j, uerr)
+		}
+	case err == nil:
+		if !json.Valid(data) {
+			t.Fatalf("checkJSON accepts %q, which is not JSON", data)
+		}
+	case yerr == nil:
+		t.Fatalf("checkJSON refuses %q (%v); the YAML path accepts it", data, err)
+	case json.Valid(data) && !yamlSyntax(yerr):
+		// ToJSON names the key set twice the same way on both paths. (In a document
+		// that is not JSON further on, checkJSON stops at the first key set twice,
+		// the YAML parser at its syntax error.)
+		if _, ferr := ToJSON(asYAML); ferr.Error() != yerr.Error() {
+			t.Fatalf("%q: ToJSON says %v; the YAML path %v", data, ferr, yerr)
+		}
 	}
 }
 
-// FuzzCheckJSON holds checkJSON to the token walk on any input.
+// atDepthLimit reports whether the YAML path refused data, which checkJSON accepts, as too
+// deep because it is nested exactly MaxDepth deep: one level more, and checkJSON refuses it.
+func atDepthLimit(data []byte, yerr error) bool {
+	_, err := checkJSON(append(append([]byte(`{"":`), data...), '}'))
+	return strings.Contains(yerr.Error(), "levels deep") && err != nil && strings.Contains(err.Error(), "levels deep")
+}
+
+// yamlSyntax reports whether the YAML path refused a document because YAML cannot read it,
+// not for one of ToJSON's rules (a key set twice, nesting, a second document).
+func yamlSyntax(err error) bool {
+	var fe *FieldError
+	return errors.As(err, &fe) && fe.Field == "(document)" &&
+		strings.HasPrefix(fe.Message, "not valid YAML or JSON: ") && !strings.Contains(fe.Message, "already set in map")
+}
+
+// FuzzCheckJSON holds checkJSON to the YAML path on any input.
 func FuzzCheckJSON(f *testing.F) {
 	for _, s := range checkJSONSeeds {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { sameCheck(t, data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 16<<10 {
+			return // the YAML path is slow, and a big input finds nothing a small one does not
+		}
+		sameDecision(t, data)
+	})
 }
 
-// referenceCheckJSON is checkJSON as a json.Decoder token walk: slower, and obviously
-// encoding/json's own reading.
-func referenceCheckJSON(data []byte) (ok bool, err error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		object bool
-		keys   map[string]struct{}
-		key    bool // in an object: the next string token is a key
-	}
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return len(stack) == 0, nil
-		}
-		if err != nil {
-			return false, nil
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if k, isString := tok.(string); isString && top != nil && top.object && top.key {
-			// Token returns a key as a string; a duplicate must not silently win.
-			if _, dup := top.keys[k]; dup {
-				return true, &FieldError{Field: "(document)", Message: "a key appears twice in one mapping"}
-			}
-			top.keys[k] = struct{}{}
-			top.key = false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			if len(stack) >= MaxDepth {
-				return true, &FieldError{Field: "(document)", Message: fmt.Sprintf("nested more than %d levels deep", MaxDepth)}
-			}
-			if top != nil && top.object {
-				top.key = true
-			}
-			stack = append(stack, frame{object: tok == json.Delim('{'), keys: map[string]struct{}{}, key: tok == json.Delim('{')})
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			if len(stack) == 0 {
-				// One value only. A YAML comment after it is YAML's business; any other
-				// text is a second document (or garbage) that must not be dropped.
-				rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")
-				switch {
-				case len(rest) == 0:
-					return true, nil
-				case rest[0] == '#':
-					return false, nil
-				}
-				return true, &FieldError{Field: "(document 2)", Message: "a file holds one document; found more after the JSON object"}
-			}
-		default:
-			if top == nil {
-				return false, nil // a scalar document is not an event
-			}
-			if top.object {
-				top.key = true
-			}
-		}
-	}
-}
-
-// BenchmarkCheckJSON checks the fixture event's JSON body for keys set twice, with
-// checkJSON and with the token walk of encoding/json's decoder side by side.
+// BenchmarkCheckJSON checks the fixture event's JSON body for keys set twice.
 func BenchmarkCheckJSON(b *testing.B) {
 	data, err := os.ReadFile("../../fixtures/events/01-prod-a-create.yaml")
 	if err != nil {
@@ -190,17 +213,10 @@ func BenchmarkCheckJSON(b *testing.B) {
 	if data, err = ToJSON(data); err != nil {
 		b.Fatal(err)
 	}
-	for _, impl := range []struct {
-		name  string
-		check func([]byte) (bool, error)
-	}{{"checkJSON", checkJSON}, {"json-token-walk", referenceCheckJSON}} {
-		b.Run(impl.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if ok, err := impl.check(data); !ok || err != nil {
-					b.Fatal(ok, err)
-				}
-			}
-		})
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, err := checkJSON(data); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
 	}
 }
