@@ -41,6 +41,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"negative master_count beside node groups", strings.Replace(good, "  master_count: 3\n", "  master_count: -1\n", 1), "cluster.master_count", "must not be negative"},
 		{"second document", good + "---\n" + good, "(document 2)", "one document"},
 		{"second document after a comment", good + "---\n# more\nid: x\n", "(document 2)", "one document"},
+		{"a second flow mapping on the line", `{operation: create_cluster} {operation: delete_cluster}`, "(document 2)", "one document"},
+		{"a second JSON object after a comment", "{\"operation\": \"create_cluster\"} # c\n{\"operation\": \"delete_cluster\"}\n", "(document 2)", "one document"},
 		{"10,000-deep flow", deepFlow, "(document)", "nested more than 64 levels deep"},
 		{"deep block", deepBlock.String(), "(document)", "nested more than 64 levels deep"},
 		{"typo under secrets", strings.Replace(good, "  certificates:", "  certficates:", 1), "secrets", `unknown field "certficates"`},

@@ -33,6 +33,10 @@ func ToJSON(data []byte) ([]byte, error) {
 	if d := depth(data); d > MaxDepth {
 		return nil, &FieldError{Field: "(document)", Message: fmt.Sprintf("nested more than %d levels deep", MaxDepth)}
 	}
+	if moreAfterFlow(data) {
+		// The YAML parser keeps a document's first flow node and drops what follows it.
+		return nil, &FieldError{Field: "(document 2)", Message: "a file holds one document; found more after the flow mapping"}
+	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, namedDuplicate(data, &FieldError{Field: "(document)", Message: "not valid YAML or JSON: " + Redact(err.Error())})
@@ -127,4 +131,40 @@ func depth(data []byte) int {
 		}
 	}
 	return maxDepth
+}
+
+// moreAfterFlow reports whether a document that is one flow collection ("{…}" or "[…]",
+// JSON's syntax too) has anything but white space and comments after it closes.
+func moreAfterFlow(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' && t[0] != '[' {
+		return false
+	}
+	level := 0
+	var quote byte
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case quote == '"' && c == '\\':
+			i++ // an escaped character, a quote among them
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '{' || c == '[':
+			level++
+		case c == '}' || c == ']':
+			if level--; level == 0 {
+				for _, line := range bytes.Split(t[i+1:], []byte("\n")) {
+					if l := bytes.TrimSpace(line); len(l) > 0 && l[0] != '#' {
+						return true
+					}
+				}
+				return false
+			}
+		}
+	}
+	return false // unclosed: the parser names that
 }
