@@ -129,3 +129,45 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestDepth: a document nested MaxDepth deep is taken by both paths, JSON and YAML (a
+// comment sends JSON to the YAML path), and one level more is refused by both.
+func TestDepth(t *testing.T) {
+	t.Parallel()
+	nested := func(n int, pretty bool) string {
+		var b strings.Builder
+		for i := range n {
+			if pretty {
+				b.WriteString("\n" + strings.Repeat("  ", i))
+			}
+			b.WriteString(`{"k":`)
+		}
+		b.WriteString("1")
+		b.WriteString(strings.Repeat("}", n))
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name string
+		doc  string
+		ok   bool
+	}{
+		{"JSON at the limit", nested(v1alpha1.MaxDepth, false), true},
+		{"JSON one deeper", nested(v1alpha1.MaxDepth+1, false), false},
+		{"JSON with a comment at the limit", "# c\n" + nested(v1alpha1.MaxDepth, false), true},
+		{"JSON with a comment one deeper", "# c\n" + nested(v1alpha1.MaxDepth+1, false), false},
+		{"indented JSON with a comment at the limit", "# c" + nested(v1alpha1.MaxDepth, true), true},
+		{"indented JSON with a comment one deeper", "# c" + nested(v1alpha1.MaxDepth+1, true), false},
+		{"a flow value under a key", "a:\n  b: {c: {d: 1}}\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := v1alpha1.ToJSON([]byte(tc.doc))
+			if tc.ok != (err == nil) {
+				t.Errorf("ToJSON: %v, want ok %v", err, tc.ok)
+			}
+			if !tc.ok && (err == nil || !strings.Contains(err.Error(), "nested more than")) {
+				t.Errorf("ToJSON: %v, want the depth refusal", err)
+			}
+		})
+	}
+}

@@ -92,41 +92,53 @@ func documents(data []byte) int {
 }
 
 // depth estimates how deeply a YAML document nests: block indentation levels plus "- "
-// sequence markers, or flow brackets, whichever is deeper. Quoted text is skipped.
+// sequence markers, and inside a flow collection its brackets, counted from the level the
+// collection stands at (a line that opens one is that level itself; the lines inside it
+// add no indentation level). Quoted text is skipped.
 func depth(data []byte) int {
-	maxDepth, flow := 0, 0
+	maxDepth, flow, flowBase := 0, 0, 0
 	var indents []int
 	for _, line := range strings.Split(string(data), "\n") {
 		t := strings.TrimLeft(line, " ")
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		ind := len(line) - len(t)
-		for len(indents) > 0 && indents[len(indents)-1] >= ind {
-			indents = indents[:len(indents)-1]
+		if flow == 0 {
+			ind := len(line) - len(t)
+			for len(indents) > 0 && indents[len(indents)-1] >= ind {
+				indents = indents[:len(indents)-1]
+			}
+			indents = append(indents, ind)
+			d := len(indents)
+			for strings.HasPrefix(t, "- ") {
+				d++
+				t = strings.TrimLeft(t[2:], " ")
+			}
+			maxDepth = max(maxDepth, d)
+			flowBase = d
+			if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+				flowBase = d - 1 // the collection is this line's node
+			}
 		}
-		indents = append(indents, ind)
-		d := len(indents)
-		for strings.HasPrefix(t, "- ") {
-			d++
-			t = strings.TrimLeft(t[2:], " ")
-		}
-		maxDepth = max(maxDepth, d)
 		var quote byte
 		for i := 0; i < len(t); i++ {
 			c := t[i]
 			switch {
+			case quote == '"' && c == '\\':
+				i++
 			case quote != 0:
 				if c == quote {
 					quote = 0
 				}
 			case c == '"' || c == '\'':
 				quote = c
+			case c == '#' && (i == 0 || t[i-1] == ' '):
+				i = len(t) // a comment
 			case c == '[' || c == '{':
 				flow++
-				maxDepth = max(maxDepth, d+flow)
+				maxDepth = max(maxDepth, flowBase+flow)
 			case c == ']' || c == '}':
-				flow--
+				flow = max(flow-1, 0)
 			}
 		}
 	}
