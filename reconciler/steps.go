@@ -191,7 +191,7 @@ func (r *Reconciler) observeStep(ctx context.Context, sc *scope) error {
 		if sc.up = u; u == nil || u.plan == nil {
 			return nil
 		}
-		suffix = "upgrade-" + u.progress.From
+		suffix = "upgrade-from-" + u.progress.From
 		c = change{plan: u.plan, done: func(cm committed, err error) *Push {
 			r.upgraded(u, cm, err)
 			if pl := u.out.Plan; u.progress.Commit != "" && pl != nil {
