@@ -36,11 +36,12 @@ type Compactor struct {
 // (templates, node-group roles) number far fewer.
 const maxMaps = 4096
 
+// New returns a Compactor that shares nothing yet.
 func New() *Compactor {
 	return &Compactor{seed: maphash.MakeSeed(), maps: map[uint64]reflect.Value{}}
 }
 
-// event returns a deep copy of ev without Secret material, compacted.
+// Event returns a deep copy of ev without Secret material, compacted.
 func (c *Compactor) Event(ev *v1alpha1.ClusterEvent) *v1alpha1.ClusterEvent {
 	out := *ev
 	out.Secrets = nil
