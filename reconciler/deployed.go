@@ -11,6 +11,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 )
 
 // deployed is what a cluster directory's HelmRelease (or Argo CD Application) holds: the
@@ -26,7 +27,7 @@ type deployed struct {
 // readDeployed reads a cluster directory's HelmRelease or Application once per plan; nil
 // when there is none. The gate knows the JSON of a file it wrote or kept, so only a file
 // written by someone else is parsed as YAML.
-func readDeployed(tree Tree, dir string, g *Gate) (*deployed, error) {
+func readDeployed(tree Tree, dir string, g *gate.Gate) (*deployed, error) {
 	for _, f := range []string{generator.HelmReleaseFile, generator.ApplicationFile} {
 		b, ok, err := tree.ReadFile(path.Join(dir, f))
 		if err != nil {
@@ -35,7 +36,7 @@ func readDeployed(tree Tree, dir string, g *Gate) (*deployed, error) {
 		if !ok {
 			continue
 		}
-		d, err := parseDeployed(b, g.jsonOf(b))
+		d, err := parseDeployed(b, g.JSONOf(b))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path.Join(dir, f), err)
 		}

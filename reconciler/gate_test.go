@@ -12,6 +12,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 )
 
 // mapTree is a repository held in memory; ReadFile hands out the stored slices, so a test
@@ -108,7 +109,7 @@ func TestGate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := generator.DefaultConfig()
-			p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t), Gate: &reconciler.Gate{}}
+			p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t), Gate: &gate.Gate{}}
 			res, first, tree := written(t, p, create)
 			dir := generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName)
 			hr, record := path.Join(dir, generator.HelmReleaseFile), path.Join(dir, reconciler.RecordFile)
@@ -175,8 +176,8 @@ func TestGateSecrets(t *testing.T) {
 	t.Parallel()
 	create := event(t, "01-prod-a-create.yaml")
 	cfg := generator.DefaultConfig()
-	gate := &reconciler.Gate{}
-	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t), Gate: gate}
+	g := &gate.Gate{}
+	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t), Gate: g}
 	res, _, tree := written(t, p, create)
 	var secrets []string
 	for f := range tree {
@@ -196,7 +197,7 @@ func TestGateSecrets(t *testing.T) {
 		{"the same recipients keep the file", p.Secrets, true},
 		{"other recipients get a new file", encrypting(t), false},
 	} {
-		q := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: tc.policy, Gate: gate}
+		q := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: tc.policy, Gate: g}
 		pl, err := q.Plan(create, res, tree)
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 )
 
 // Pipeline runs the steps of one event up to the repository change: decode, resolve,
@@ -20,8 +21,12 @@ type Pipeline struct {
 	Secrets SecretPolicy
 	// Gate, when set, spares plans serialising what the repository already holds; the
 	// service sets it, a one-shot command need not.
-	Gate *Gate
+	Gate *gate.Gate
 }
+
+// NewGate returns an empty gate for a Pipeline that serves many events (serve): its Build
+// and File, when set before Load, keep its settled directories across restarts.
+func NewGate() *gate.Gate { return &gate.Gate{} }
 
 // Decode is the first step: a ClusterEvent document (YAML or JSON) into an event.
 func Decode(data []byte) (*v1alpha1.ClusterEvent, error) {

@@ -86,7 +86,7 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 	fs, err := res.Files(&p.Config.Config, generator.FileOptions{
 		Secrets:  p.Secrets.gated(p.Gate, enc, dir, tree),
 		Existing: names,
-		Marshal:  p.Gate.objects(tree),
+		Marshal:  p.Gate.Objects(tree),
 		Suspend:  susp != nil,
 	})
 	if err != nil {
@@ -174,7 +174,7 @@ func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, susp *Suspension, res *g
 	if err != nil {
 		return err
 	}
-	if b, err = p.Gate.record(tree, f, b); err != nil {
+	if b, err = p.Gate.Record(tree, f, b, sameRecord); err != nil {
 		return err
 	}
 	fs.Files[f] = b

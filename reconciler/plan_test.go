@@ -11,6 +11,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 )
 
 // BenchmarkPlanUnchanged plans a cluster against a tree that already holds it, Secrets
@@ -24,7 +25,7 @@ func BenchmarkPlanUnchanged(b *testing.B) {
 	for _, gated := range []bool{true, false} {
 		name := map[bool]string{true: "gate", false: "serialise"}[gated]
 		b.Run(name, func(b *testing.B) {
-			p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(b), Gate: &reconciler.Gate{}}
+			p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(b), Gate: &gate.Gate{}}
 			_, _, tree := written(b, p, ev)
 			if !gated {
 				p.Gate = nil

@@ -155,6 +155,12 @@ func sameEvent(rec *v1alpha1.ClusterEvent, want []byte) bool {
 	return err == nil && bytes.Equal(again, want)
 }
 
+// sameRecord reports whether the record file have holds the event whose record is want.
+func sameRecord(have, want []byte) bool {
+	old, err := readRecord(have)
+	return err == nil && sameEvent(old, want)
+}
+
 // RecordPath is where the cluster's record lives in the repository.
 func (rec ClusterRecord) RecordPath() string {
 	return path.Join(generator.ClusterDir(rec.Root, rec.Namespace, rec.StackID), recordFile)

@@ -19,6 +19,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 )
 
 // trailerResync marks a commit made by resync rather than by an event.
@@ -274,7 +275,7 @@ func (p *Pipeline) settings() ([sha256.Size]byte, error) {
 // readData reads one record, undecoded; nil when its directory is settled (read says so)
 // or the record is gone.
 func (p *Pipeline) readData(repo FileLister, f string, read *resyncRead) (*ResyncRecord, error) {
-	if read != nil && p.Gate.isSettled(read.key(path.Dir(f)), read.hashes) {
+	if read != nil && p.Gate.IsSettled(read.key(path.Dir(f)), read.hashes) {
 		return nil, nil
 	}
 	data, ok, err := repo.ReadFile(f)
@@ -288,7 +289,9 @@ func (p *Pipeline) readData(repo FileLister, f string, read *resyncRead) (*Resyn
 }
 
 // key is the gate's name for a cluster directory of this read.
-func (r *resyncRead) key(dir string) [sha256.Size]byte { return settledKey(r.settings, r.hashes[dir]) }
+func (r *resyncRead) key(dir string) [sha256.Size]byte {
+	return gate.SettledKey(r.settings, r.hashes[dir])
+}
 
 // PlanResync is a resync's render and plan of one cluster, on tree: its record rendered
 // again by this magnum-gitops and diffed against what tree holds. It is nil when nothing
@@ -334,7 +337,7 @@ func (p *Pipeline) settle(rec *ResyncRecord, pl *Plan, tree Tree) {
 		return
 	}
 	dir := path.Dir(rec.Path)
-	p.Gate.settle(rec.read.key(dir), outside(pl.Files, dir, rec.read.hashes))
+	p.Gate.Settle(rec.read.key(dir), outside(pl.Files, dir, rec.read.hashes))
 }
 
 // asResync rewrites a plan's message: it is the generator that changed, not the cluster.
@@ -361,11 +364,11 @@ func withoutEvent(trailers []gitrepo.Trailer) []gitrepo.Trailer {
 
 // outside lists the paths a plan covers outside the cluster directory dir (the
 // namespace's file, the chart source), with what the tree holds there.
-func outside(fs *generator.FileSet, dir string, hashes map[string]string) []pathHash {
-	var out []pathHash
+func outside(fs *generator.FileSet, dir string, hashes map[string]string) []gate.PathHash {
+	var out []gate.PathHash
 	add := func(p string) {
 		if !strings.HasPrefix(p, dir+"/") {
-			out = append(out, pathHash{p, hashes[p]})
+			out = append(out, gate.PathHash{Path: p, Hash: hashes[p]})
 		}
 	}
 	for p := range fs.Files {

@@ -14,6 +14,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 )
 
 // TestResync: a resync of an unchanged repository plans nothing; a hand edit and an
@@ -566,7 +567,7 @@ func TestResyncSkipsSettledClusters(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p, sink := fleet(t)
-			p.Gate = &reconciler.Gate{Build: "build-1", File: filepath.Join(t.TempDir(), "settled")}
+			p.Gate = &gate.Gate{Build: "build-1", File: filepath.Join(t.TempDir(), "settled")}
 			ctx := context.Background()
 			resync := func(p *reconciler.Pipeline) (reads, plans int) {
 				t.Helper()
@@ -604,7 +605,7 @@ func restart(build string) func(t *testing.T, p *reconciler.Pipeline, _ *reconci
 			t.Fatal(err)
 		}
 		q := *p
-		q.Gate = &reconciler.Gate{Build: build, File: p.Gate.File}
+		q.Gate = &gate.Gate{Build: build, File: p.Gate.File}
 		if err := q.Gate.Load(); err != nil {
 			t.Fatal(err)
 		}

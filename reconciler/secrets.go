@@ -7,6 +7,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 )
 
 // SecretPolicy decides how a cluster's Secrets reach the repository: encrypted with SOPS,
@@ -40,12 +41,12 @@ func (sp SecretPolicy) encoder(res *generator.Result, existing func(string) ([]b
 
 // gated wraps the encoder of res's Secrets in the gate: a Secret the tree already holds
 // in the file the encoder would write keeps that file.
-func (sp SecretPolicy) gated(g *Gate, enc generator.SecretEncoder, dir string, tree Tree) generator.SecretEncoder {
+func (sp SecretPolicy) gated(g *gate.Gate, enc generator.SecretEncoder, dir string, tree Tree) generator.SecretEncoder {
 	suffix := ".yaml"
 	if sp.Encrypter != nil {
 		suffix = sopsenc.FileSuffix
 	}
-	return g.secrets(enc, sp.encoding(), func(base string) string { return base + suffix }, dir, tree)
+	return g.Secrets(enc, sp.encoding(), func(base string) string { return base + suffix }, dir, tree)
 }
 
 // encoding names how the policy writes Secrets, with what a written file depends on

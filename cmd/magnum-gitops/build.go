@@ -6,7 +6,7 @@ import (
 )
 
 // settledFile is where serve keeps, inside git.cache_dir beside the clone, the clusters
-// its gate knows to be as rendered (reconciler.Gate.Save).
+// its gate knows to be as rendered (the reconciler's gate, Save).
 const settledFile = "magnum-gitops-settled"
 
 // buildID identifies the source this binary was built from, for the gate's settled

@@ -29,7 +29,7 @@ func openPipeline(f *config.File, insecurePlaintext bool, refused config.Refused
 		Config:    f.Site,
 		Resolvers: []reconciler.Resolver{reconciler.CABundle{File: f.Magnum.Drivers.OpenstackCAFile}},
 		Secrets:   reconciler.SecretPolicy{Encrypter: enc, Plaintext: insecurePlaintext},
-		Gate:      &reconciler.Gate{},
+		Gate:      reconciler.NewGate(),
 	}
 	return p, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
 )
 
@@ -214,7 +215,7 @@ func startBench(b *testing.B, remote string, maxGroup int) string {
 	done := make(chan error, 1)
 	go func() {
 		done <- service.Run(ctx, service.Options{
-			Pipeline: &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}},
+			Pipeline: &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &gate.Gate{}},
 			Sink:     &reconciler.GitSink{Repo: repo}, Listen: "127.0.0.1:0", Tokens: httpapi.Tokens{[]byte(token)},
 			MaxGroup: maxGroup, ResyncInterval: 0, Ready: ready,
 			Log: discardLogger(),
@@ -435,10 +436,10 @@ func BenchmarkResync(b *testing.B) {
 		gate, load bool
 	}{{"first", false, false}, {"again", true, false}, {"restart", true, true}} {
 		b.Run(keep.name, func(b *testing.B) {
-			gate := func() *reconciler.Gate {
-				return &reconciler.Gate{Build: "bench", File: filepath.Join(b.TempDir(), "settled")}
+			newGate := func() *gate.Gate {
+				return &gate.Gate{Build: "bench", File: filepath.Join(b.TempDir(), "settled")}
 			}
-			p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: gate()}
+			p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: newGate()}
 			r, stop := runReconciler(p, repo)
 			defer stop()
 			if keep.gate {
@@ -456,10 +457,10 @@ func BenchmarkResync(b *testing.B) {
 				switch {
 				case !keep.gate:
 					b.StopTimer()
-					p.Gate = gate()
+					p.Gate = newGate()
 					b.StartTimer()
 				case keep.load:
-					p.Gate = &reconciler.Gate{Build: "bench", File: saved}
+					p.Gate = &gate.Gate{Build: "bench", File: saved}
 					if err := p.Gate.Load(); err != nil {
 						b.Fatal(err)
 					}
@@ -550,7 +551,7 @@ func BenchmarkResyncCommit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}}
+		p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &gate.Gate{}}
 		r, stop := runReconciler(p, repo)
 		b.StartTimer()
 		changed, err := resyncThrough(ctx, p, r, repo)

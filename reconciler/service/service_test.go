@@ -426,7 +426,9 @@ func TestResyncAtStartKeepsSettled(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "settled")
 	kept := func(o *service.Options) {
-		o.Pipeline.Gate = &reconciler.Gate{Build: "build-1", File: file}
+		g := reconciler.NewGate()
+		g.Build, g.File = "build-1", file
+		o.Pipeline.Gate = g
 		if err := o.Pipeline.Gate.Load(); err != nil {
 			t.Fatal(err)
 		}
@@ -470,10 +472,10 @@ func (h *harness) resyncsDone(n int) []float64 {
 	}
 }
 
-// gate is a Resolver that holds the reconcile of one event (by id) until released: while
+// holder is a Resolver that holds the reconcile of one event (by id) until released: while
 // it holds, every event posted waits, each cluster's in the order the handlers submitted
 // them, and all of them form the next group.
-type gate struct {
+type holder struct {
 	id       string
 	entered  chan struct{}
 	release  chan struct{}
@@ -481,11 +483,11 @@ type gate struct {
 	released sync.Once
 }
 
-func newGate(id string) *gate {
-	return &gate{id: id, entered: make(chan struct{}), release: make(chan struct{})}
+func newHolder(id string) *holder {
+	return &holder{id: id, entered: make(chan struct{}), release: make(chan struct{})}
 }
 
-func (g *gate) Resolve(ctx context.Context, ev *v1alpha1.ClusterEvent) error {
+func (g *holder) Resolve(ctx context.Context, ev *v1alpha1.ClusterEvent) error {
 	if ev.ID != g.id {
 		return nil
 	}
@@ -498,7 +500,7 @@ func (g *gate) Resolve(ctx context.Context, ev *v1alpha1.ClusterEvent) error {
 	}
 }
 
-func (g *gate) open() { g.released.Do(func() { close(g.release) }) }
+func (g *holder) open() { g.released.Do(func() { close(g.release) }) }
 
 // TestClusterOrderWithinGroup: several events of each of a few clusters, arriving in a
 // known order, are reconciled in one group and pushed at once; each cluster's commits
@@ -523,7 +525,7 @@ func (g *gate) open() { g.released.Do(func() { close(g.release) }) }
 func TestClusterOrderWithinGroup(t *testing.T) {
 	t.Parallel()
 	const clusters, events = 3, 4
-	g := newGate("evt-99-01")
+	g := newHolder("evt-99-01")
 	h := start(t, func(o *service.Options) {
 		o.Management = nil
 		o.MaxGroup, o.MaxWait = 100, 200*time.Millisecond

@@ -21,6 +21,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/service"
 )
 
@@ -223,7 +224,7 @@ func TestServeStartChild(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- service.Run(ctx, service.Options{
-			Pipeline: &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &reconciler.Gate{}},
+			Pipeline: &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: reconciler.SecretPolicy{Plaintext: true}, Gate: &gate.Gate{}},
 			Sink:     &reconciler.GitSink{Repo: repo}, Listen: "127.0.0.1:0", Tokens: httpapi.Tokens{[]byte(token)},
 			Ready: ready, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})

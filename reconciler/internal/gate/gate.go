@@ -1,4 +1,7 @@
-package reconciler
+// Package gate lets the reconciler's plans compare what they would write with the tree by
+// digest, so that only what changed is serialised or encrypted; it keeps what it knows of
+// settled cluster directories across a restart of the same build.
+package gate
 
 import (
 	"bytes"
@@ -51,20 +54,25 @@ type Gate struct {
 	// next change of that cluster compares itself with what is deployed (upgrade rules, the
 	// commit message) without parsing the file's YAML.
 	json map[[sha256.Size]byte][]byte
-	// settled holds, by settledKey (a pipeline's settings and a cluster directory's
+	// settled holds, by SettledKey (a pipeline's settings and a cluster directory's
 	// tree), the directories whose record rendered to exactly what the tree held, with
 	// the other paths their plan covered (the namespace's file, the chart source) and
 	// what those held: a resync skips such a directory, unread, while all of it stays.
-	settled map[[sha256.Size]byte][]pathHash
+	settled map[[sha256.Size]byte][]PathHash
 }
 
-// pathHash is a path of a tree and the hash of what it holds there ("" when absent).
-type pathHash struct{ path, hash string }
+// PathHash is a path of a tree and the hash of what it holds there ("" when absent).
+type PathHash struct{ Path, Hash string }
 
-// settledKey names a cluster directory's tree under a pipeline's settings (settings is
+// Tree is what the gate reads of a repository: a file at a path, and whether it is there.
+type Tree interface {
+	ReadFile(path string) ([]byte, bool, error)
+}
+
+// SettledKey names a cluster directory's tree under a pipeline's settings (settings is
 // a digest of them, with the Gate's Build): what one pipeline rendered to nothing, another
 // may not.
-func settledKey(settings [sha256.Size]byte, dirHash string) [sha256.Size]byte {
+func SettledKey(settings [sha256.Size]byte, dirHash string) [sha256.Size]byte {
 	h := sha256.New()
 	h.Write(settings[:])
 	h.Write([]byte(dirHash))
@@ -73,9 +81,9 @@ func settledKey(settings [sha256.Size]byte, dirHash string) [sha256.Size]byte {
 	return k
 }
 
-// isSettled reports whether the directory key names rendered to nothing before, with
+// IsSettled reports whether the directory key names rendered to nothing before, with
 // every other path its plan covered holding what it held then (hashes are the tree's).
-func (g *Gate) isSettled(key [sha256.Size]byte, hashes map[string]string) bool {
+func (g *Gate) IsSettled(key [sha256.Size]byte, hashes map[string]string) bool {
 	if g == nil {
 		return false
 	}
@@ -86,30 +94,30 @@ func (g *Gate) isSettled(key [sha256.Size]byte, hashes map[string]string) bool {
 		return false
 	}
 	for _, d := range deps {
-		if hashes[d.path] != d.hash {
+		if hashes[d.Path] != d.Hash {
 			return false
 		}
 	}
 	return true
 }
 
-// settle notes that the directory key names renders to nothing while deps, the other
+// Settle notes that the directory key names renders to nothing while deps, the other
 // paths its plan covers, hold what they hold now.
-func (g *Gate) settle(key [sha256.Size]byte, deps []pathHash) {
+func (g *Gate) Settle(key [sha256.Size]byte, deps []PathHash) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.settled == nil || len(g.settled) >= settledSize {
-		g.settled = make(map[[sha256.Size]byte][]pathHash)
+		g.settled = make(map[[sha256.Size]byte][]PathHash)
 	}
 	g.settled[key] = deps
 }
 
-// objects returns the serialiser a plan hands to generator.FileOptions.Marshal: the
+// Objects returns the serialiser a plan hands to generator.FileOptions.Marshal: the
 // tree's bytes when they are obj serialised, else obj serialised and remembered.
-func (g *Gate) objects(tree Tree) func(path string, obj any) ([]byte, error) {
+func (g *Gate) Objects(tree Tree) func(path string, obj any) ([]byte, error) {
 	if g == nil {
 		return nil
 	}
@@ -144,8 +152,8 @@ func (g *Gate) rememberJSON(b, j []byte) {
 	g.json[sum] = j
 }
 
-// jsonOf returns the JSON of the object the deploy file b holds, when the gate knows it.
-func (g *Gate) jsonOf(b []byte) []byte {
+// JSONOf returns the JSON of the object the deploy file b holds, when the gate knows it.
+func (g *Gate) JSONOf(b []byte) []byte {
 	if g == nil {
 		return nil
 	}
@@ -155,11 +163,11 @@ func (g *Gate) jsonOf(b []byte) []byte {
 	return g.json[sum]
 }
 
-// secrets wraps a Secret encoder: a Secret whose plaintext, under the same encoding, is
+// Secrets wraps a Secret encoder: a Secret whose plaintext, under the same encoding, is
 // what the tree's file already holds keeps that file without being encoded or decrypted
 // again. encoding names what the file depends on besides the plaintext (the recipients);
 // fileName is the name the encoder gives the file of a base name.
-func (g *Gate) secrets(enc generator.SecretEncoder, encoding string, fileName func(base string) string, dir string, tree Tree) generator.SecretEncoder {
+func (g *Gate) Secrets(enc generator.SecretEncoder, encoding string, fileName func(base string) string, dir string, tree Tree) generator.SecretEncoder {
 	if g == nil || enc == nil {
 		return enc
 	}
@@ -185,10 +193,10 @@ func (g *Gate) secrets(enc generator.SecretEncoder, encoding string, fileName fu
 	}
 }
 
-// record returns the record file to write: the tree's bytes when they hold the same
-// record, so that a record written in an older encoding (YAML) is not rewritten for its
-// encoding alone, else want.
-func (g *Gate) record(tree Tree, path string, want []byte) ([]byte, error) {
+// Record returns the record file to write: the tree's bytes when they hold the same
+// record (same says so of two record files), so that a record written in an older
+// encoding (YAML) is not rewritten for its encoding alone, else want.
+func (g *Gate) Record(tree Tree, path string, want []byte, same func(have, want []byte) bool) ([]byte, error) {
 	in := sha256.Sum256(want)
 	if have, ok := g.held(tree, path, in); ok {
 		return have, nil
@@ -197,7 +205,7 @@ func (g *Gate) record(tree Tree, path string, want []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ok && !bytes.Equal(have, want) && !g.wroteRecord(have) && sameRecord(have, want) {
+	if ok && !bytes.Equal(have, want) && !g.wroteRecord(have) && same(have, want) {
 		want = have
 	}
 	g.remember(in, want)
@@ -217,12 +225,6 @@ func (g *Gate) wroteRecord(have []byte) bool {
 	defer g.mu.Unlock()
 	out, ok := g.known[sum]
 	return ok && out == sum
-}
-
-// sameRecord reports whether the record file have holds the event whose record is want.
-func sameRecord(have, want []byte) bool {
-	old, err := readRecord(have)
-	return err == nil && sameEvent(old, want)
 }
 
 // held returns the tree's file at path when it is known to hold the input in.

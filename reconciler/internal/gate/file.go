@@ -1,4 +1,4 @@
-package reconciler
+package gate
 
 import (
 	"bufio"
@@ -19,10 +19,8 @@ const settledFormat = "magnum-gitops settled directories 1\n"
 // settledEntry is a settled directory as a file keeps it.
 type settledEntry struct {
 	Key  [sha256.Size]byte
-	Deps []settledDep
+	Deps []PathHash
 }
-
-type settledDep struct{ Path, Hash string }
 
 // Save writes the directories the gate knows to be settled to g.File (nothing when File
 // or Build is empty), for Load in the next process: a service that starts again, with
@@ -36,11 +34,7 @@ func (g *Gate) Save() error {
 	g.mu.Lock()
 	entries := make([]settledEntry, 0, len(g.settled))
 	for k, deps := range g.settled {
-		e := settledEntry{Key: k, Deps: make([]settledDep, len(deps))}
-		for i, d := range deps {
-			e.Deps[i] = settledDep{d.path, d.hash}
-		}
-		entries = append(entries, e)
+		entries = append(entries, settledEntry{Key: k, Deps: deps})
 	}
 	g.mu.Unlock()
 	tmp, err := os.CreateTemp(filepath.Dir(g.File), filepath.Base(g.File)+".*")
@@ -90,11 +84,7 @@ func (g *Gate) Load() error {
 		return fmt.Errorf("%s: %w", g.File, err)
 	}
 	for _, e := range entries {
-		deps := make([]pathHash, len(e.Deps))
-		for i, d := range e.Deps {
-			deps[i] = pathHash{d.Path, d.Hash}
-		}
-		g.settle(e.Key, deps)
+		g.Settle(e.Key, e.Deps)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package reconciler
+package gate
 
 import (
 	"crypto/sha256"
@@ -13,17 +13,17 @@ import (
 func TestGateFile(t *testing.T) {
 	t.Parallel()
 	key := sha256.Sum256([]byte("a directory"))
-	deps := []pathHash{{"clusters/ns/namespace.yaml", "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"}, {"clusters/chart.yaml", ""}}
+	deps := []PathHash{{"clusters/ns/namespace.yaml", "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"}, {"clusters/chart.yaml", ""}}
 	saved := func(t *testing.T, build string) string {
 		t.Helper()
 		g := &Gate{Build: build, File: filepath.Join(t.TempDir(), "settled")}
-		g.settle(key, deps)
+		g.Settle(key, deps)
 		if err := g.Save(); err != nil {
 			t.Fatal(err)
 		}
 		return g.File
 	}
-	hashes := map[string]string{deps[0].path: deps[0].hash}
+	hashes := map[string]string{deps[0].Path: deps[0].Hash}
 	for _, tc := range []struct {
 		name    string
 		file    func(t *testing.T) string
@@ -54,7 +54,7 @@ func TestGateFile(t *testing.T) {
 			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 				t.Fatalf("Load: %v, want an error with %q", err, tc.err)
 			}
-			if got := g.isSettled(key, hashes); got != tc.settled {
+			if got := g.IsSettled(key, hashes); got != tc.settled {
 				t.Errorf("settled after Load: %v, want %v", got, tc.settled)
 			}
 			if leftovers, _ := filepath.Glob(f + ".*"); len(leftovers) > 0 {
