@@ -314,7 +314,7 @@ func (c *Config) Validate() error {
 	}
 	f.validateLayout(&p, c.Format)
 	c.validateManagementClusters(&p)
-	f.validatePostRenderers(&p, c.Format)
+	f.validatePostRenderers(&p, c.Format, c.Argo.RepoURL)
 	if c.Format != FormatFlux && c.Format != FormatArgo {
 		p.add("format", "must be flux or argo, got %q", c.Format)
 	}
@@ -328,9 +328,36 @@ func (c *Config) Validate() error {
 		if !strings.HasPrefix(c.Argo.DestinationServer, "https://") {
 			p.add("argo.destination_server", "must be an https:// URL, got %q", c.Argo.DestinationServer)
 		}
+		c.Argo.validateRepo(&p)
 	}
 	c.Features.validate(&p)
 	c.Registries.validate(&p, c.Format)
 	slices.SortFunc(p.list, func(a, b *v1alpha1.FieldError) int { return strings.Compare(a.Field, b.Field) })
 	return p.err()
+}
+
+// validateRepo checks argo.repo_url and argo.target_revision, the source of the
+// Applications that take chart patches (argo.go). The URL lands in Git in clear: never
+// quote it, refuse credentials (Argo CD takes them from its repository Secrets).
+func (a *ArgoConfig) validateRepo(p *problems) {
+	if a.RepoURL == "" {
+		return
+	}
+	if !strings.Contains(a.RepoURL, "://") {
+		// scp-like git@host:path, as Argo CD takes it: a user names the account, not a secret.
+		if !strings.Contains(a.RepoURL, ":") || strings.ContainsAny(a.RepoURL, " ?#") {
+			p.add("argo.repo_url", "must be the repository as Argo CD fetches it (an https://, http:// or ssh:// URL, or user@host:path)")
+		}
+	} else {
+		u, err := url.Parse(a.RepoURL)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "ssh"):
+			p.add("argo.repo_url", "must be the repository as Argo CD fetches it (an https://, http:// or ssh:// URL, or user@host:path)")
+		case URLCarriesCredentials(u):
+			p.add("argo.repo_url", "must not carry a user, password, token or query: give Argo CD the credentials in a repository Secret")
+		}
+	}
+	if a.TargetRevision == "" || strings.ContainsAny(a.TargetRevision, " ~^:?*[\\") {
+		p.add("argo.target_revision", "must be the branch Argo CD follows, got %q", a.TargetRevision)
+	}
 }

@@ -104,6 +104,7 @@ func ClusterDir(root, namespace, release string) string {
 //	<path>/<namespace>/<R>/helmrelease.yaml
 //	<path>/<namespace>/<R>/secret-<name>.yaml  (or .sops.yaml)
 //	<path>/<namespace>/<R>/kustomization.yaml
+//	<path>/<namespace>/<R>/chart/kustomization.yaml  Argo mode with chart patches (argo.go)
 //
 // A delete_cluster result removes helmrelease.yaml and keeps the Secrets, which must outlive
 // the CAPI Cluster; with no Secret left, it removes the whole directory, unless the
@@ -131,9 +132,19 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 		}
 	}
 	deployFile := cfg.DeployFile()
+	// The chart kustomization of an Application with patches (argo.go) lives below the
+	// directory, where the kustomization.yaml-listed files do not: it goes when a later
+	// render needs no patch, and with the rest of the directory (at the end of a delete:
+	// until then the Application being deleted keeps a source to compare with). Without
+	// argo.repo_url no Application ever had one.
+	chartFile := path.Join(dir, ChartDir, KustomizationFile)
+	dropChart := cfg.Format == FormatArgo && cfg.Argo.RepoURL != ""
 	if res.Operation == v1alpha1.DeleteCluster {
 		fs.Deletes = append(fs.Deletes, path.Join(dir, deployFile))
 		if len(secretFiles) == 0 {
+			if dropChart {
+				fs.Deletes = append(fs.Deletes, chartFile)
+			}
 			if DeletePhaseOf(opts.Existing, deployFile) == DeleteSecretsRemoved {
 				return fs, add(path.Join(dir, KustomizationFile), unfinishedDelete(res.ReleaseName))
 			}
@@ -168,6 +179,14 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 	}
 	if err := add(path.Join(dir, deployFile), deploy); err != nil {
 		return nil, err
+	}
+	switch {
+	case o.Application != nil && chartSourcePath(o.Application) != "":
+		if err := add(chartFile, chartKustomization(res.Chart, res.ReleaseName, res.Namespace, res.Values)); err != nil {
+			return nil, err
+		}
+	case dropChart:
+		fs.Deletes = append(fs.Deletes, chartFile)
 	}
 	if opts.Secrets != nil {
 		for _, s := range o.Secrets {

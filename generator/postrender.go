@@ -21,11 +21,13 @@ const (
 // objects before they reach the API server (neither Python driver can do this). The patch
 // is a strategic-merge document naming the object by kind and name, with a target
 // selector on group, kind and name, so it never touches anything else. Argo CD
-// Applications have no post-renderer: there the feature is refused, naming the label, and
-// the chart value (where a newer chart has one) is the way.
+// Applications have no post-renderer: in Argo mode the same patch goes to the
+// Application's kustomize source (argo.go), which needs the repository Argo CD reads
+// (argo.repo_url); without it the feature is refused, naming the label, and the chart
+// value (where a newer chart has one) is the other way.
 func (r *render) postRender(field, what, group, kind, name string, patch map[string]any) {
-	if r.cfg.Format == FormatArgo {
-		r.p.add(field, "%s needs a post-renderer patch on chart %s, and Argo CD Applications have none: use format flux, or a chart version that has a value for it", what, r.chartLabel())
+	if r.cfg.Format == FormatArgo && r.cfg.Argo.RepoURL == "" {
+		r.p.add(field, "%s needs a post-renderer patch on chart %s, and Argo CD Applications have none: set argo.repo_url (or git.url) so that the cluster's Application takes it as a kustomize patch, use format flux, or a chart version that has a value for it", what, r.chartLabel())
 		return
 	}
 	doc := map[string]any{
@@ -54,7 +56,8 @@ func (r *render) postRender(field, what, group, kind, name string, patch map[str
 
 // postRenderers is the HelmRelease's spec.postRenderers: the generator's own patches, then
 // the site's (flux.post_renderers); nil when there are none, so HelmReleases without these
-// features stay as they were.
+// features stay as they were. argoPatches (argo.go) is the same list, flattened, for an
+// Application.
 func (r *render) postRenderers() []helmv2.PostRenderer {
 	var out []helmv2.PostRenderer
 	if len(r.patches) > 0 {

@@ -14,18 +14,23 @@ import (
 // a private fork of the chart (pod and service CIDRs, floating IPs, another infrastructure
 // provider). They are Flux's own PostRenderer objects, written as in a HelmRelease, and run
 // after the patches the generator itself adds, so a site patch sees the chart's objects as
-// the generator's features left them.
+// the generator's features left them. In Argo mode their patches, in the same order, are
+// the kustomize patches of each cluster's Application (argo.go).
 
 // validatePostRenderers checks flux.post_renderers as helm-controller will use them: each
 // renderer is a kustomize one (the images field aside), each patch is an RFC 6902 list with a
 // target, or a strategic-merge document that names its object or has a target. A patch
 // kustomize cannot use would otherwise fail every HelmRelease of the site at install time.
-func (f *FluxConfig) validatePostRenderers(p *problems, format string) {
+//
+// In Argo mode (format: argo) the same patches become each cluster's Application's
+// spec.source.kustomize.patches (argo.go), which needs the repository Argo CD reads,
+// argoRepoURL; kustomize image overrides have no place there and are refused.
+func (f *FluxConfig) validatePostRenderers(p *problems, format, argoRepoURL string) {
 	if len(f.PostRenderers) == 0 {
 		return
 	}
-	if format == FormatArgo {
-		p.add("flux.post_renderers", "Argo CD Applications have no post-renderers: use format flux, or change the chart values with values_overlay")
+	if format == FormatArgo && argoRepoURL == "" {
+		p.add("flux.post_renderers", "Argo CD Applications have no post-renderers: set argo.repo_url (or git.url) so that each cluster's Application takes these patches as kustomize patches, use format flux, or change the chart values with values_overlay")
 		return
 	}
 	for i, pr := range f.PostRenderers {
@@ -40,6 +45,9 @@ func (f *FluxConfig) validatePostRenderers(p *problems, format string) {
 		}
 		for j, patch := range k.Patches {
 			validatePatch(p, fmt.Sprintf("%s.kustomize.patches[%d]", field, j), patch.Patch, patch.Target != nil)
+		}
+		if format == FormatArgo && len(k.Images) > 0 {
+			p.add(field+".kustomize.images", "format argo takes the post-renderers' patches only: write an image change as a patch")
 		}
 		for j, img := range k.Images {
 			if strings.TrimSpace(img.Name) == "" {

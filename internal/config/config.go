@@ -79,6 +79,15 @@ func Load(path string) (*File, error) {
 			f.Git.Branch = cfg.Git.Branch
 		}
 	}
+	// Argo CD's Applications with chart patches read the repository serve pushes to, unless
+	// the file says how Argo CD reaches it. Whatever the format: --format argo may set it
+	// after Load. A local path is no URL Argo CD's repo-server can fetch: none is taken.
+	if a := &cfg.Argo; a.RepoURL == "" && checkGitURL(cfg.Git.URL) == nil && remoteGitURL(cfg.Git.URL) {
+		a.RepoURL = cfg.Git.URL
+	}
+	if a := &cfg.Argo; a.RepoURL != "" && a.TargetRevision == "" {
+		a.TargetRevision = cmp.Or(cfg.Git.Branch, "main")
+	}
 	if err := loadRegistryFiles(&cfg.Registries); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -255,4 +264,15 @@ func Invalid(err error) error {
 		return nil
 	}
 	return invalidError{err}
+}
+
+// remoteGitURL reports whether a git.url names a server (http, https, ssh, or scp-like
+// user@host:path) rather than a path on this machine.
+func remoteGitURL(u string) bool {
+	scheme, _, ok := strings.Cut(u, "://")
+	if !ok {
+		at, colon := strings.Index(u, "@"), strings.Index(u, ":")
+		return at > 0 && colon > at
+	}
+	return scheme == "https" || scheme == "http" || scheme == "ssh"
 }

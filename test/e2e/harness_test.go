@@ -52,6 +52,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
+	"github.com/magnum-gitops/magnum-gitops/internal/testenv/argocd"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
@@ -306,6 +307,11 @@ type harness struct {
 	// review runs serve in review mode against a real Gitea (review_test.go): the
 	// repository is Gitea's, serve pushes and opens pull requests as its bot.
 	review *reviewSetup
+	// argo runs real Argo CD instead of Flux (argocd_harness_test.go): serve writes format
+	// argo, the parent Application of deploy/argocd syncs the repository through the sops
+	// plugin, and the clusters' Applications deploy the chart; argoCD is set once it runs.
+	argo   bool
+	argoCD *argocd.Argo
 }
 
 // harnessOption adjusts a harness before it starts.
@@ -392,15 +398,26 @@ func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnes
 		h.seedRepository()
 	}
 	h.writeMagnumConfig()
-	h.startFlux()
+	if h.argo {
+		h.startArgoCD()
+	} else {
+		h.startFlux()
+	}
 	// Registered last, so it runs first: while the API server and the controllers still run.
 	t.Cleanup(h.dumpOnFailure)
-	h.applyDeployManifests()
+	if h.argo {
+		h.applyArgoParent()
+	} else {
+		h.applyDeployManifests()
+	}
 	seed := h.headRevision()
 	if h.seedTimeout == 0 {
 		h.seedTimeout = 3 * time.Minute
 	}
 	parts := "API server, Flux controllers, Git and chart servers"
+	if h.argo {
+		parts = "API server, Argo CD " + argocd.Version + " (application controller, repo-server with kustomize and helm, sops plugin), Git and chart servers"
+	}
 	if h.capi != nil {
 		parts += ", Cluster API " + capiVersion + " controllers (in-memory infrastructure)"
 	}
@@ -414,7 +431,9 @@ func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnes
 			t.Fatalf("publishing the seed's branches: %v", err)
 		}
 	}
-	if h.wantKustomizations == 0 {
+	if h.argo {
+		h.waitArgoSynced(seed, h.seedTimeout)
+	} else if h.wantKustomizations == 0 {
 		h.waitApplied(seed, h.seedTimeout)
 	} else {
 		h.waitAllApplied(seed, h.seedTimeout)
@@ -678,6 +697,10 @@ func (h *harness) writeMagnumConfig() {
 	if h.requestReconcile {
 		serve["reconcile_request"] = map[string]any{"namespace": fluxNamespace, "name": sourceName}
 	}
+	if h.argo {
+		// The parent Application stands where the root Kustomization does.
+		serve["kustomization"] = argocd.Namespace + "/" + argoParentName
+	}
 	flux := map[string]any{"path": h.fluxPath}
 	if h.capi != nil {
 		flux["post_renderers"] = capiPostRenderers(t, h.capiStartup)
@@ -724,6 +747,11 @@ func (h *harness) writeMagnumConfig() {
 	}
 	if h.review != nil {
 		cfg["git"].(map[string]any)["review"] = h.review.config(t, h.work)
+	}
+	if h.argo {
+		// argo.repo_url and argo.target_revision default to git.url and git.branch: Argo
+		// CD's repo-server fetches the repository serve pushes to.
+		cfg["format"] = generator.FormatArgo
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -1337,6 +1365,9 @@ func (h *harness) dumpOnFailure() {
 		}
 	}
 	h.t.Logf("Flux objects at failure:\n%s", b.String())
+	if h.argoCD != nil {
+		h.dumpApplications()
+	}
 	h.printLogs()
 }
 

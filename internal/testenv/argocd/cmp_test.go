@@ -84,7 +84,7 @@ func indent(s, prefix string) string {
 // TestPluginGenerate runs the generate command of deploy/argocd/sops-plugin.yaml as
 // argocd-cmp-server does (in the Application's source directory, with the sidecar's env)
 // on the directory layout serve writes in Argo mode, with the real sops CLI: the SOPS file
-// decrypted, the rest printed unchanged, kustomization.yaml and hidden files left out,
+// decrypted, the rest printed unchanged, kustomization.yaml, serve's record and hidden files left out,
 // and a file the key does not open failing the generation by name without a secret in the
 // message. It needs the sops CLI of hack/sops.sh (SOPS_BIN): without it, it skips, unless
 // ARGOCD_TESTS is set.
@@ -107,8 +107,9 @@ func TestPluginGenerate(t *testing.T) {
 		ns + "/" + release + "/kustomization.yaml":                 "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- application.yaml\n",
 		ns + "/" + release + "/secret-cloud-credentials.sops.yaml": string(secret),
 		ns + "/" + release + "/notes.md":                           "not a manifest\n",
-		".sops.yaml":                                               "creation_rules:\n- age: " + recipient + "\n",
-		".hidden/configmap.yaml":                                   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hidden\n",
+		ns + "/" + release + "/magnum-cluster.yaml":                "{\"apiVersion\": \"magnum-gitops.io/v1alpha1\", \"kind\": \"ClusterEvent\", \"operation\": \"create_cluster\"}\n",
+		".sops.yaml":             "creation_rules:\n- age: " + recipient + "\n",
+		".hidden/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hidden\n",
 	}
 	for name, content := range files {
 		p := filepath.Join(app, name)

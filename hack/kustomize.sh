@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# kustomize.sh: provide kustomize alone, for Argo CD's repo-server in the end-to-end test of
+# chart patches in Argo mode (test/e2e TestE2EArgoClusterAPI, `make e2e-argocd-capi`): the
+# clusters' Applications with patches are kustomize sources that inflate the chart
+# (kustomize.buildOptions: --enable-helm), and the repo-server runs `kustomize` from PATH,
+# as Argo CD's image has it. Built with the go command from the Go module proxy, no
+# prebuilt binary; cached under ${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops/kustomize/<version>/
+# and that directory printed on the last line (KUSTOMIZE_BIN). The version is hack/ksops.sh's
+# (v5.8.2, the newest the proxy serves whole; Argo CD v3.6.1 ships v5.8.3): a kustomize that
+# hack/ksops.sh built already is copied rather than built again.
+set -euo pipefail
+
+KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.8.2}"
+KUSTOMIZE_GO="${KUSTOMIZE_GO:-local}"
+
+base="${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops"
+cache="$base/kustomize/$KUSTOMIZE_VERSION"
+
+log() { echo "kustomize: $*" >&2; }
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+
+command -v go >/dev/null || die "go is not on PATH"
+mkdir -p "$cache"
+# Two runs at once (a developer and a test script) would write the same files.
+exec 9>"$cache/.lock"
+flock 9
+
+# kustomize_version: what the binary says it is, e.g. v5.8.2.
+kustomize_version() {
+  "$1" version 2>/dev/null | sed -n 's/^{*[[:space:]]*\(v[0-9][^[:space:]]*\).*/\1/p' | head -1
+}
+
+build() {
+  [ -x "$cache/kustomize" ] && [ "$(kustomize_version "$cache/kustomize")" = "$KUSTOMIZE_VERSION" ] && return 0
+  local other
+  for other in "$base"/ksops/*/kustomize; do
+    if [ -x "$other" ] && [ "$(kustomize_version "$other")" = "$KUSTOMIZE_VERSION" ]; then
+      cp "$other" "$cache/kustomize.tmp" && mv "$cache/kustomize.tmp" "$cache/kustomize"
+      log "copied kustomize $KUSTOMIZE_VERSION from $other"
+      return 0
+    fi
+  done
+  local gobin start
+  gobin=$(mktemp -d)
+  start=$SECONDS
+  log "building kustomize $KUSTOMIZE_VERSION with GOTOOLCHAIN=$KUSTOMIZE_GO (first run: a few minutes on 2 cores)"
+  (
+    cd "$gobin"
+    GOTOOLCHAIN="$KUSTOMIZE_GO" GOBIN="$gobin" GOFLAGS= CGO_ENABLED=0 nice -n 19 \
+      go install -trimpath -ldflags="-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+  ) || { rm -rf "$gobin"; die "building kustomize $KUSTOMIZE_VERSION failed"; }
+  mv "$gobin/kustomize" "$cache/kustomize"
+  rm -rf "$gobin"
+  log "built kustomize $KUSTOMIZE_VERSION in $((SECONDS - start))s"
+}
+
+build
+got=$(kustomize_version "$cache/kustomize")
+[ "$got" = "$KUSTOMIZE_VERSION" ] || die "$cache/kustomize says it is '$got', want $KUSTOMIZE_VERSION"
+echo "$cache"
