@@ -74,30 +74,9 @@ func (h *harness) startArgoCD() {
 		t.Fatal(err)
 	}
 	h.argoCD = argocd.StartOn(t, argocd.External{
-		Client: c, KubeConfig: kc, Path: h.kustomizeDir(), PluginFile: h.sopsPluginFile(),
+		Client: c, KubeConfig: kc, Path: h.kustomizeDir(),
 		ArgoCDCM: map[string]string{"kustomize.buildOptions": "--enable-helm"},
 	}, argocd.Options{AgeIdentity: h.ageIdentity.String()})
-}
-
-// recordFileName is the record serve keeps in every cluster directory (reconciler's
-// recordFile): a ClusterEvent document, no object for the API server.
-const recordFileName = "magnum-cluster.yaml"
-
-// sopsPluginFile is deploy/argocd/sops-plugin.yaml, which the parent Application's plugin
-// runs as shipped. It must leave serve's record out as it leaves kustomization.yaml out:
-// printed, the record fails every parent sync ("failed to discover server resources for
-// group version magnum-gitops.io/v1alpha1").
-func (h *harness) sopsPluginFile() string {
-	t := h.t
-	shipped := filepath.Join(testenv.RepoRoot(), "deploy", "argocd", "sops-plugin.yaml")
-	b, err := os.ReadFile(shipped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), recordFileName) {
-		t.Fatalf("%s does not leave serve's %s records out: Argo CD cannot apply them", shipped, recordFileName)
-	}
-	return shipped
 }
 
 // applyArgoParent creates what an operator creates for format argo: the repository Secret

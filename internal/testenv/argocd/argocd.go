@@ -120,18 +120,29 @@ func executable(path string) bool {
 // at a time against an API server: two would reconcile the same Applications.
 func Start(t testing.TB, env *testenv.Env, opts Options) *Argo {
 	t.Helper()
+	bin, sopsDir, redis := preflight(t, &opts)
+	testenv.Require(t, env)
+	a := &Argo{Client: env.Client, t: t, dir: workDir(t), bin: bin, opts: opts}
+	a.startAll(redis, sopsDir, func(ctx context.Context) { a.configure(ctx, env) })
+	return a
+}
+
+// preflight skips the test without ARGOCD_TESTS, fails it when a binary Argo CD needs is
+// missing (Argo CD's, redis-server, with Options.AgeIdentity the cmp-server and the sops
+// CLI), and fills opts' defaults. It returns Argo CD's and sops' directories and
+// redis-server's path.
+func preflight(t testing.TB, opts *Options) (bin, sopsDir, redis string) {
+	t.Helper()
 	if os.Getenv("ARGOCD_TESTS") == "" {
 		t.Skip("the Argo CD tests run under make e2e-argocd (ARGOCD_TESTS=1)")
 	}
-	testenv.Require(t, env)
-	dir := binDir()
-	if m := missing(dir); m != "" {
-		unavailable(t, fmt.Sprintf("argo cd %s: %s not found in %s (build it with hack/argocd.sh; ARGOCD_BIN names its directory)", Version, m, dir))
+	bin = binDir()
+	if m := missing(bin); m != "" {
+		unavailable(t, fmt.Sprintf("argo cd %s: %s not found in %s (build it with hack/argocd.sh; ARGOCD_BIN names its directory)", Version, m, bin))
 	}
-	var sopsDir string
 	if opts.AgeIdentity != "" {
-		if !executable(filepath.Join(dir, cmpServerName)) {
-			unavailable(t, fmt.Sprintf("argo cd %s: %s not found in %s (build it with hack/argocd.sh; ARGOCD_BIN names its directory)", Version, cmpServerName, dir))
+		if !executable(filepath.Join(bin, cmpServerName)) {
+			unavailable(t, fmt.Sprintf("argo cd %s: %s not found in %s (build it with hack/argocd.sh; ARGOCD_BIN names its directory)", Version, cmpServerName, bin))
 		}
 		sopsDir = sopsBinDir()
 		if !executable(filepath.Join(sopsDir, "sops")) {
@@ -148,21 +159,25 @@ func Start(t testing.TB, env *testenv.Env, opts Options) *Argo {
 	if opts.LogLevel == "" {
 		opts.LogLevel = "info"
 	}
-	a := &Argo{Client: env.Client, t: t, dir: workDir(t), bin: dir, opts: opts}
-	t.Cleanup(a.stop)
+	return bin, sopsDir, redis
+}
 
+// startAll installs the CRDs, starts Redis, writes the settings (configure), then starts
+// the cmp-server (with Options.AgeIdentity), the repo-server and the application
+// controller, each waited for; all are stopped when the test ends.
+func (a *Argo) startAll(redis, sopsDir string, configure func(ctx context.Context)) {
+	a.t.Cleanup(a.stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a.installCRDs(ctx)
 	a.Redis = a.startRedis(redis)
-	a.RepoServer = freeAddr(t)
-	a.configure(ctx, env)
-	if opts.AgeIdentity != "" {
+	a.RepoServer = freeAddr(a.t)
+	configure(ctx)
+	if a.opts.AgeIdentity != "" {
 		a.startCMPServer(sopsDir)
 	}
 	a.startRepoServer()
 	a.startController()
-	return a
 }
 
 // unavailable fails the test: ARGOCD_TESTS asked for Argo CD.

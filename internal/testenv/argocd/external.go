@@ -2,13 +2,9 @@ package argocd
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,10 +25,6 @@ type External struct {
 	// Path is put first on the repo-server's PATH (after Argo CD's own directory, which
 	// holds helm): kustomize's directory, for kustomize sources.
 	Path string
-	// PluginFile, when set, is the ConfigMap holding the sops plugin's plugin.yaml that
-	// argocd-cmp-server runs, in place of deploy/argocd/sops-plugin.yaml as shipped (a test
-	// that must run a plugin other than the shipped one says why).
-	PluginFile string
 }
 
 // StartOn is Start against an External API server: the same processes, settings and
@@ -42,86 +34,13 @@ type External struct {
 // sets (t.Setenv): not for parallel tests.
 func StartOn(t testing.TB, ext External, opts Options) *Argo {
 	t.Helper()
-	if os.Getenv("ARGOCD_TESTS") == "" {
-		t.Skip("the Argo CD tests run under make e2e-argocd (ARGOCD_TESTS=1)")
-	}
-	dir := binDir()
-	if m := missing(dir); m != "" {
-		unavailable(t, fmt.Sprintf("argo cd %s: %s not found in %s (build it with hack/argocd.sh; ARGOCD_BIN names its directory)", Version, m, dir))
-	}
-	var sopsDir string
-	if opts.AgeIdentity != "" {
-		if !executable(filepath.Join(dir, cmpServerName)) {
-			unavailable(t, fmt.Sprintf("argo cd %s: %s not found in %s (build it with hack/argocd.sh; ARGOCD_BIN names its directory)", Version, cmpServerName, dir))
-		}
-		sopsDir = sopsBinDir()
-		if !executable(filepath.Join(sopsDir, "sops")) {
-			unavailable(t, fmt.Sprintf("sops %s not found in %q (build it with hack/sops.sh; SOPS_BIN names its directory)", SOPSVersion, sopsDir))
-		}
-	}
-	redis, err := exec.LookPath("redis-server")
-	if err != nil {
-		unavailable(t, "redis-server not found (apt-get install -y redis-server)")
-	}
+	bin, sopsDir, redis := preflight(t, &opts)
 	if ext.Path != "" {
 		t.Setenv("PATH", ext.Path+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
-	if opts.Reconciliation == 0 {
-		opts.Reconciliation = 10 * time.Second
-	}
-	if opts.LogLevel == "" {
-		opts.LogLevel = "info"
-	}
-	a := &Argo{Client: ext.Client, t: t, dir: workDir(t), bin: dir, opts: opts}
-	t.Cleanup(a.stop)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	a.installCRDs(ctx)
-	a.Redis = a.startRedis(redis)
-	a.RepoServer = freeAddr(t)
-	a.configureOn(ctx, ext)
-	if opts.AgeIdentity != "" {
-		if ext.PluginFile != "" {
-			a.startCMPServerFrom(sopsDir, ext.PluginFile)
-		} else {
-			a.startCMPServer(sopsDir)
-		}
-	}
-	a.startRepoServer()
-	a.startController()
+	a := &Argo{Client: ext.Client, t: t, dir: workDir(t), bin: bin, opts: opts}
+	a.startAll(redis, sopsDir, func(ctx context.Context) { a.configureOn(ctx, ext) })
 	return a
-}
-
-// startCMPServerFrom is startCMPServer with the plugin of the ConfigMap in file.
-func (a *Argo) startCMPServerFrom(sopsDir, file string) {
-	t := a.t
-	t.Helper()
-	plugin, err := pluginConfig(file, SOPSPlugin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	confDir := a.mkdir(cmpServerName, "config")
-	if err := os.WriteFile(filepath.Join(confDir, pluginKey), plugin.raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	keyFile := a.path(cmpServerName, "sops-age", "age.agekey")
-	if err := os.WriteFile(keyFile, []byte(a.opts.AgeIdentity+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(a.pluginsDir(), SOPSPlugin+".sock")
-	env := []string{
-		"PATH=" + sopsDir + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"HOME=" + a.mkdir(cmpServerName, "home"),
-		"TMPDIR=" + a.mkdir(cmpServerName, "tmp"),
-		"ARGOCD_CMP_WORKDIR=" + a.mkdir(cmpServerName, "work"),
-		"ARGOCD_PLUGINSOCKFILEPATH=" + a.pluginsDir(),
-		"ARGOCD_CMP_SERVER_LOGFORMAT=text",
-		"ARGOCD_CMP_SERVER_LOGLEVEL=info",
-		"SOPS_AGE_KEY_FILE=" + keyFile,
-	}
-	p := a.launch(cmpServerName, filepath.Join(a.bin, cmpServerName), []string{"--config-dir-path", confDir}, env)
-	a.waitSocket(p, sock)
 }
 
 // configureOn is configure for an External API server: the same objects in the namespace
