@@ -33,17 +33,11 @@ HELM_GO="${HELM_GO:-local}"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops/argocd/$ARGOCD_VERSION"
 names=(argocd-application-controller argocd-repo-server argocd-cmp-server)
 
-log() { echo "argocd: $*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+HACK_NAME=argocd
+# shellcheck source=hack/lib.sh
+. "$(dirname "$0")/lib.sh"
 
-command -v go >/dev/null || die "go is not on PATH"
-mkdir -p "$cache"
-# Two runs at once (a developer and a test script) would write the same files.
-exec 9>"$cache/.lock"
-flock 9
+lock_cache "$cache"
 
 work=""
 trap '[ -z "$work" ] || rm -rf "$work"' EXIT

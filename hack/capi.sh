@@ -23,11 +23,9 @@ K8S_VERSION="${K8S_VERSION:-1.37.0}"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops/capi/${CAPI_VERSION}"
 mkdir -p "$cache/bin"
 
-log() { echo "capi: $*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+HACK_NAME=capi
+# shellcheck source=hack/lib.sh
+. "$(dirname "$0")/lib.sh"
 command -v go >/dev/null || die "go is not on PATH"
 
 module_dir() {

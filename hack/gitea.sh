@@ -16,11 +16,9 @@ K8S_VERSION="${K8S_VERSION:-1.37.0}"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops/gitea"
 mkdir -p "$cache"
 
-log() { echo "gitea: $*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+HACK_NAME=gitea
+# shellcheck source=hack/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 command -v go >/dev/null || die "go is not on PATH"
 command -v gcc >/dev/null || die "gcc is not on PATH (Gitea's sqlite driver needs cgo)"

@@ -34,17 +34,11 @@ KUSTOMIZE_GO="${KUSTOMIZE_GO:-local}"
 ksops_module=github.com/viaduct-ai/kustomize-sops
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops/ksops/$KSOPS_VERSION"
 
-log() { echo "ksops: $*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+HACK_NAME=ksops
+# shellcheck source=hack/lib.sh
+. "$(dirname "$0")/lib.sh"
 
-command -v go >/dev/null || die "go is not on PATH"
-mkdir -p "$cache"
-# Two runs at once (a developer and a test script) would write the same files.
-exec 9>"$cache/.lock"
-flock 9
+lock_cache "$cache"
 
 work=""
 trap '[ -z "$work" ] || rm -rf "$work"' EXIT

@@ -16,17 +16,11 @@ KUSTOMIZE_GO="${KUSTOMIZE_GO:-local}"
 base="${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops"
 cache="$base/kustomize/$KUSTOMIZE_VERSION"
 
-log() { echo "kustomize: $*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+HACK_NAME=kustomize
+# shellcheck source=hack/lib.sh
+. "$(dirname "$0")/lib.sh"
 
-command -v go >/dev/null || die "go is not on PATH"
-mkdir -p "$cache"
-# Two runs at once (a developer and a test script) would write the same files.
-exec 9>"$cache/.lock"
-flock 9
+lock_cache "$cache"
 
 # kustomize_version: what the binary says it is, e.g. v5.8.2.
 kustomize_version() {

@@ -23,21 +23,15 @@ SOPS_GO="${SOPS_GO:-local}"
 sops_module=github.com/getsops/sops/v3
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops/sops/$SOPS_VERSION"
 
-log() { echo "sops: $*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+HACK_NAME=sops
+# shellcheck source=hack/lib.sh
+. "$(dirname "$0")/lib.sh"
 
-command -v go >/dev/null || die "go is not on PATH"
 case "$SOPS_VERSION" in
 v3.*) ;;
 *) die "SOPS_VERSION=$SOPS_VERSION: want a v3 release tag such as v3.13.3 (the module is $sops_module)" ;;
 esac
-mkdir -p "$cache"
-# Two runs at once (a developer and a test script) would write the same files.
-exec 9>"$cache/.lock"
-flock 9
+lock_cache "$cache"
 
 gobin=""
 trap '[ -z "$gobin" ] || rm -rf "$gobin"' EXIT
