@@ -26,15 +26,13 @@ const (
 const (
 	ApplicationFile = "application.yaml"
 	// argoFinalizer makes deleting the Application delete what it deployed (the CAPI
-	// Cluster, which CAPI then tears down); without it the cluster would be orphaned.
-	argoFinalizer = "resources-finalizer.argocd.argoproj.io"
-	// argoBackgroundFinalizer is argoFinalizer with background propagation, which the
-	// Applications with a kustomize source carry: with the default foreground one the
-	// garbage collector deletes the Cluster's dependents itself, its kubeconfig Secret
-	// among them, before Cluster API has deleted the machines, which then wait for a
-	// workload cluster nobody can reach (seen in TestE2EArgoClusterAPI). In the background
-	// Cluster API deletes in its own order, as after helm uninstall.
-	argoBackgroundFinalizer = "resources-finalizer.argocd.argoproj.io/background"
+	// Cluster, which CAPI then tears down); without it the cluster would be orphaned. It is
+	// Argo CD's resources finalizer with background propagation: with the default
+	// foreground one the garbage collector deletes the Cluster's dependents itself, its
+	// kubeconfig Secret among them, before Cluster API has deleted the machines, which then
+	// wait for a workload cluster nobody can reach (seen in TestE2EArgoClusterAPI). In the
+	// background Cluster API deletes in its own order, as after helm uninstall.
+	argoFinalizer = "resources-finalizer.argocd.argoproj.io/background"
 	argoSyncWave            = "argocd.argoproj.io/sync-wave"
 	argoSyncOptions         = "argocd.argoproj.io/sync-options"
 	argoApplicationGroup    = "argoproj.io/v1alpha1"
@@ -92,11 +90,9 @@ func (r *render) application(ns string, values map[string]any) *unstructured.Uns
 			"valuesObject": jsonValue(values),
 		},
 	}
-	finalizer := argoFinalizer
 	if patches := r.argoPatches(); len(patches) > 0 {
 		source = r.kustomizeSource(ns, patches)
 		annotations[ChartDigestAnnotation] = chartDigest(chartKustomization(r.chart, r.release, ns, values))
-		finalizer = argoBackgroundFinalizer
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": argoApplicationGroup,
@@ -118,7 +114,7 @@ func (r *render) application(ns string, values map[string]any) *unstructured.Uns
 		},
 	}}
 	if a.CascadeDelete {
-		u.SetFinalizers([]string{finalizer})
+		u.SetFinalizers([]string{argoFinalizer})
 	}
 	return u
 }
