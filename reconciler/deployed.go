@@ -19,6 +19,9 @@ import (
 type deployed struct {
 	values       map[string]any
 	chartVersion string
+	// chartDir is set for an Application with a kustomize source: its chart and values
+	// are in the chart kustomization beside it (readChartKustomization).
+	chartDir bool
 	// upgradeTarget is set while the object deploys a step of a chained upgrade
 	// (magnum.AnnotationUpgradeTarget).
 	upgradeTarget string
@@ -40,9 +43,36 @@ func readDeployed(tree Tree, dir string, g *gate.Gate) (*deployed, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path.Join(dir, f), err)
 		}
-		return d, nil
+		if d.chartDir {
+			err = readChartKustomization(tree, dir, d)
+		}
+		return d, err
 	}
 	return nil, nil
+}
+
+// readChartKustomization reads the chart version and values an Application with a
+// kustomize source deploys from the chart kustomization beside it (generator.ChartDir):
+// the Application itself names only the branch and the path.
+func readChartKustomization(tree Tree, dir string, d *deployed) error {
+	f := path.Join(dir, generator.ChartDir, generator.KustomizationFile)
+	b, ok, err := tree.ReadFile(f)
+	if err != nil || !ok {
+		return err // no chart kustomization: nothing known deployed, as without a file
+	}
+	var k struct {
+		HelmCharts []struct {
+			Version      string         `json:"version"`
+			ValuesInline map[string]any `json:"valuesInline"`
+		} `json:"helmCharts"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		return fmt.Errorf("%s: %w", f, err)
+	}
+	if len(k.HelmCharts) > 0 {
+		d.chartVersion, d.values = k.HelmCharts[0].Version, k.HelmCharts[0].ValuesInline
+	}
+	return nil
 }
 
 // parseDeployed reads the chart version and values of a HelmRelease or Application file
@@ -61,6 +91,7 @@ func parseDeployed(b, j []byte) (*deployed, error) {
 			} `json:"chart"`
 			Source struct {
 				TargetRevision string `json:"targetRevision"`
+				Path           string `json:"path"`
 				Helm           struct {
 					ValuesObject json.RawMessage `json:"valuesObject"`
 				} `json:"helm"`
@@ -77,6 +108,10 @@ func parseDeployed(b, j []byte) (*deployed, error) {
 		return nil, err
 	}
 	d := &deployed{chartVersion: doc.Spec.Chart.Spec.Version, upgradeTarget: doc.Metadata.Annotations[magnum.AnnotationUpgradeTarget]}
+	if doc.Spec.Source.Path != "" {
+		d.chartDir = true // its targetRevision is a branch, not the chart's version
+		return d, nil
+	}
 	if d.chartVersion == "" {
 		d.chartVersion = doc.Spec.Source.TargetRevision
 	}
