@@ -32,10 +32,10 @@ const (
 	// kubeconfig Secret among them, before Cluster API has deleted the machines, which then
 	// wait for a workload cluster nobody can reach (seen in TestE2EArgoClusterAPI). In the
 	// background Cluster API deletes in its own order, as after helm uninstall.
-	argoFinalizer = "resources-finalizer.argocd.argoproj.io/background"
-	argoSyncWave            = "argocd.argoproj.io/sync-wave"
-	argoSyncOptions         = "argocd.argoproj.io/sync-options"
-	argoApplicationGroup    = "argoproj.io/v1alpha1"
+	argoFinalizer        = "resources-finalizer.argocd.argoproj.io/background"
+	argoSyncWave         = "argocd.argoproj.io/sync-wave"
+	argoSyncOptions      = "argocd.argoproj.io/sync-options"
+	argoApplicationGroup = "argoproj.io/v1alpha1"
 	// ChartDir is the subdirectory of a cluster's directory that holds, in Argo mode with
 	// chart patches, the kustomization.yaml inflating the chart (chartKustomization).
 	ChartDir = "chart"
