@@ -5,16 +5,15 @@
 # (kustomize.buildOptions: --enable-helm), and the repo-server runs `kustomize` from PATH,
 # as Argo CD's image has it. Built with the go command from the Go module proxy, no
 # prebuilt binary; cached under ${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops/kustomize/<version>/
-# and that directory printed on the last line (KUSTOMIZE_BIN). The version is hack/ksops.sh's
-# (v5.8.2, the newest the proxy serves whole; Argo CD v3.6.1 ships v5.8.3): a kustomize that
-# hack/ksops.sh built already is copied rather than built again.
+# and that directory printed on the last line (KUSTOMIZE_BIN). v5.8.2 is the newest the proxy
+# serves whole (Argo CD v3.6.1 ships v5.8.3; hack/ksops.sh says why); hack/ksops.sh takes its
+# kustomize from here.
 set -euo pipefail
 
 KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.8.2}"
 KUSTOMIZE_GO="${KUSTOMIZE_GO:-local}"
 
-base="${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops"
-cache="$base/kustomize/$KUSTOMIZE_VERSION"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/magnum-gitops/kustomize/$KUSTOMIZE_VERSION"
 
 HACK_NAME=kustomize
 # shellcheck source=hack/lib.sh
@@ -29,14 +28,6 @@ kustomize_version() {
 
 build() {
   [ -x "$cache/kustomize" ] && [ "$(kustomize_version "$cache/kustomize")" = "$KUSTOMIZE_VERSION" ] && return 0
-  local other
-  for other in "$base"/ksops/*/kustomize; do
-    if [ -x "$other" ] && [ "$(kustomize_version "$other")" = "$KUSTOMIZE_VERSION" ]; then
-      cp "$other" "$cache/kustomize.tmp" && mv "$cache/kustomize.tmp" "$cache/kustomize"
-      log "copied kustomize $KUSTOMIZE_VERSION from $other"
-      return 0
-    fi
-  done
   local gobin start
   gobin=$(mktemp -d)
   start=$SECONDS
