@@ -112,11 +112,7 @@ func TestE2EArgoClusterAPI(t *testing.T) {
 	// 3. Delete: the parent prunes the Application, whose resources finalizer deletes the
 	// chart's objects; CAPI deletes in order; serve sees the Cluster gone and only then
 	// removes the Secrets, then the directory.
-	del := deepCopy(readEvent(t, filepath.Join(events, "02-prod-a-resize-workers.yaml"))).(map[string]any)
-	del["id"] = "evt-e2e-argo-capi-delete"
-	del["operation"] = "delete_cluster"
-	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
-	delete(del, "secrets")
+	del := deleteOf(readEvent(t, filepath.Join(events, "02-prod-a-resize-workers.yaml")), "evt-e2e-argo-capi-delete")
 	gone := h.capiGone(a)
 	run("delete", writeEvent(t, t.TempDir(), "delete.yaml", del), "DELETE_COMPLETE", func() (bool, string) {
 		if app, ok := h.application(a.release); ok {

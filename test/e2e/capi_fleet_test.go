@@ -65,11 +65,7 @@ func runFleet(t *testing.T, b *binaries, n int) {
 			ng["node_count"] = map[string]any{"master": 1, "worker": 2}[ng["role"].(string)]
 		}
 		c.create = writeEvent(t, dir, c.release+"-create.yaml", ev)
-		del := deepCopy(ev).(map[string]any)
-		del["id"] = fmt.Sprintf("evt-fleet-%d-delete", i)
-		del["operation"] = "delete_cluster"
-		setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
-		delete(del, "secrets")
+		del := deleteOf(ev, fmt.Sprintf("evt-fleet-%d-delete", i))
 		c.delete = writeEvent(t, dir, c.release+"-delete.yaml", del)
 		fleet[i] = c
 	}

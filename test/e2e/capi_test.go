@@ -156,11 +156,7 @@ func TestE2EClusterAPI(t *testing.T) {
 
 	// 6. Delete: Flux uninstalls, CAPI deletes in order, serve sees the Cluster gone and
 	// only then removes the Secrets; nothing of the cluster is left in the API server.
-	del := deepCopy(readEvent(t, filepath.Join(events, "06-prod-a-upgrade.yaml"))).(map[string]any)
-	del["id"] = "evt-e2e-capi-delete"
-	del["operation"] = "delete_cluster"
-	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
-	delete(del, "secrets")
+	del := deleteOf(readEvent(t, filepath.Join(events, "06-prod-a-upgrade.yaml")), "evt-e2e-capi-delete")
 	deleted := run("delete", writeEvent(t, t.TempDir(), "delete.yaml", del), "DELETE_COMPLETE", h.capiGone(a))
 	h.waitFor("the cluster's directory to leave Git", 3*time.Minute, func() (bool, string) {
 		files := h.gitFiles(a.dir())

@@ -201,11 +201,7 @@ func TestE2EReview(t *testing.T) {
 
 	// Delete: the delete_cluster pull request, then serve's own steps (the Secrets, then the
 	// directory, leaving Git), each a pull request of its own that the reviewer merges.
-	del := deepCopy(readEvent(t, filepath.Join(events, "06-prod-a-upgrade.yaml"))).(map[string]any)
-	del["id"] = "evt-e2e-review-delete"
-	del["operation"] = "delete_cluster"
-	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
-	delete(del, "secrets")
+	del := deleteOf(readEvent(t, filepath.Join(events, "06-prod-a-upgrade.yaml")), "evt-e2e-review-delete")
 	delPR, _ := propose("delete", writeEvent(t, t.TempDir(), "delete.yaml", del), "DELETE_IN_PROGRESS")
 	merge("delete", delPR, gitea.MergeCommit, "", "DELETE_COMPLETE", h.capiGone(a))
 	steps := 0
@@ -306,11 +302,7 @@ func TestE2EReviewConcurrent(t *testing.T) {
 	setPath(c, "prod-c", "cluster", "name")
 	setPath(c, "prod-c-7h2k9m4pq8xz", "cluster", "stack_id")
 	cPR, cURL := proposed(writeEvent(t, dir, "c.yaml", c))
-	del := deepCopy(c).(map[string]any)
-	del["id"] = "evt-e2e-review-c-delete"
-	del["operation"] = "delete_cluster"
-	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
-	delete(del, "secrets")
+	del := deleteOf(c, "evt-e2e-review-c-delete")
 	if ans := h.postEvent(writeEvent(t, dir, "c-delete.yaml", del)); ans.PullRequest != "" {
 		t.Errorf("the delete of a cluster main never held opened pull request %s (outcome %s)", ans.PullRequest, ans.Outcome)
 	}

@@ -750,6 +750,17 @@ func setPath(m map[string]any, v any, path ...string) {
 	cur[path[len(path)-1]] = v
 }
 
+// deleteOf is the delete_cluster event the driver sends for the cluster of ev, under id:
+// ev's cluster as Magnum holds it while deleting, without Secret material.
+func deleteOf(ev map[string]any, id string) map[string]any {
+	del := deepCopy(ev).(map[string]any)
+	del["id"] = id
+	del["operation"] = "delete_cluster"
+	setPath(del, "DELETE_IN_PROGRESS", "cluster", "status")
+	delete(del, "secrets")
+	return del
+}
+
 func deepCopy(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
