@@ -55,7 +55,8 @@ type scope struct {
 	// chained upgrade.
 	del *deletion
 	up  *upgrading
-	// stats is what the reconcile cost on its own (review mode's pushes).
+	// stats is what the reconcile cost on its own: its events (counted in the prologue)
+	// and, in review mode, its pushes.
 	stats GroupStats
 	// submitted is set once the reconcile handed its commits to the committer: every
 	// member of a group must, whatever became of it, for the group to commit.
