@@ -3,6 +3,7 @@ package status
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,16 +70,24 @@ func argoApplied(app *unstructured.Unstructured, revision string, opts Options) 
 }
 
 // argoChain is gitopsChain for a cluster's own Application: what stands between the
-// commit and the chart's objects, in Argo CD's own words. A sync that failed or errored,
-// or an error condition (ComparisonError, InvalidSpecError, SyncError …), fails the
-// operation now: Argo CD retries a failed automated sync only when the source changes. An
-// Application out of sync, syncing, or not Healthy yet is in progress, and the operation's
-// deadline judges it.
-func argoChain(v View, app *unstructured.Unstructured) *blocker {
+// commit and the chart's objects, in Argo CD's own words. Its status speaks of the commit
+// only once Argo CD has compared the Application's spec as it is now and, for a source in
+// the repository (a chart directory with patches, read at the branch), a revision that
+// includes the commit (argoCompared); until then what it says is of the cluster before the
+// operation. A sync of that comparison that failed or errored, or an error condition
+// (ComparisonError, InvalidSpecError …), fails the operation now: Argo CD retries a failed
+// automated sync only when the source changes. An Application out of sync, syncing, or
+// not Healthy yet is in progress, and the operation's deadline judges it.
+func argoChain(v View, app *unstructured.Unstructured, opts Options) *blocker {
 	name := "Application " + app.GetName()
+	if waiting := argoCompared(v, app, opts); waiting != "" {
+		return &blocker{reason: fmt.Sprintf("waiting for Argo CD to compare %s with %s", name, waiting)}
+	}
+	current := argoOperationCurrent(app)
 	for _, c := range sliceAt(app, "status", "conditions") {
 		typ, _ := c["type"].(string)
-		if strings.HasSuffix(typ, "Error") {
+		// A SyncError is of the last sync, which may be of an earlier comparison.
+		if strings.HasSuffix(typ, "Error") && (typ != "SyncError" || current) {
 			msg, _ := c["message"].(string)
 			return &blocker{failed: true, reason: fmt.Sprintf("%s: %s: %s", name, typ, oneLine(msg))}
 		}
@@ -87,6 +96,9 @@ func argoChain(v View, app *unstructured.Unstructured) *blocker {
 	opMessage := oneLine(stringAt(app, "status", "operationState", "message"))
 	switch phase {
 	case "Failed", "Error":
+		if !current {
+			break // of an earlier revision or spec: the automated sync of this one follows
+		}
 		verb := map[string]string{"Failed": "failed", "Error": "errored"}[phase]
 		return &blocker{failed: true, reason: fmt.Sprintf("Argo CD sync of %s %s: %s", name, verb, opMessage)}
 	case "Running", "Terminating":
@@ -102,6 +114,107 @@ func argoChain(v View, app *unstructured.Unstructured) *blocker {
 		return &blocker{reason: fmt.Sprintf("%s is Degraded: %s", name, cmp.Or(oneLine(stringAt(app, "status", "health", "message")), "see its resources' health in Argo CD"))}
 	}
 	return nil
+}
+
+// argoCompared says what the Application's last comparison (status.sync.comparedTo and
+// status.sync.revision) lacks to speak of the view's commit: its spec's source as it is now
+// (the parent applied the new values or patches, the application controller has not
+// compared them yet), or, for a source read from the repository at a branch, a revision
+// that includes the commit. "" when it speaks of it, or says nothing to compare (no
+// comparison recorded: its sync status is Unknown then, and says so).
+func argoCompared(v View, app *unstructured.Unstructured, opts Options) string {
+	compared, ok, _ := unstructured.NestedMap(app.Object, "status", "sync", "comparedTo", "source")
+	if !ok {
+		return ""
+	}
+	spec, _, _ := unstructured.NestedMap(app.Object, "spec", "source")
+	if !sameSource(spec, compared) {
+		return "its new spec"
+	}
+	if v.Revision == "" || stringAt(app, "spec", "source", "path") == "" {
+		return "" // a chart from a chart repository: its revision is the chart's version
+	}
+	if rev := stringAt(app, "status", "sync", "revision"); rev != v.Revision && !opts.includes(rev, v.Revision) {
+		return "revision " + short(v.Revision) + " (compared: " + cmp.Or(short(rev), "none") + ")"
+	}
+	return ""
+}
+
+// argoOperationCurrent reports whether the Application's last operation synced what its
+// last comparison compared (the same source, and the same revision when both name one): a
+// failure of an earlier one says nothing of the commit being judged.
+func argoOperationCurrent(app *unstructured.Unstructured) bool {
+	result, ok, _ := unstructured.NestedMap(app.Object, "status", "operationState", "syncResult")
+	if !ok {
+		result, ok, _ = unstructured.NestedMap(app.Object, "status", "operationState", "operation", "sync")
+	}
+	if !ok {
+		return true // nothing says which: judge it, as Argo CD shows it
+	}
+	if src, ok := result["source"].(map[string]any); ok {
+		if compared, found, _ := unstructured.NestedMap(app.Object, "status", "sync", "comparedTo", "source"); found && !sameSource(src, compared) {
+			return false
+		}
+	}
+	opRev, _ := result["revision"].(string)
+	rev := stringAt(app, "status", "sync", "revision")
+	return opRev == "" || rev == "" || opRev == rev
+}
+
+// sameSource compares two Application sources as Argo CD writes them: a field left empty
+// is a field left out.
+func sameSource(a, b map[string]any) bool {
+	return reflect.DeepEqual(pruneEmpty(a), pruneEmpty(b))
+}
+
+// pruneEmpty is v without empty strings, false, zero numbers, empty lists and maps, and
+// with numbers as float64, as they come back from JSON.
+func pruneEmpty(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if p := pruneEmpty(e); p != nil {
+				out[k] = p
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		if len(x) == 0 {
+			return nil
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = pruneEmpty(e)
+		}
+		return out
+	case string:
+		if x == "" {
+			return nil
+		}
+	case bool:
+		if !x {
+			return nil
+		}
+	case int64:
+		if x == 0 {
+			return nil
+		}
+		return float64(x)
+	case int:
+		if x == 0 {
+			return nil
+		}
+		return float64(x)
+	case float64:
+		if x == 0 {
+			return nil
+		}
+	}
+	return v
 }
 
 // sliceAt is the list of maps at path; nil when absent.

@@ -102,6 +102,63 @@ func TestArgoChain(t *testing.T) {
 	}
 }
 
+// TestArgoCompared: a cluster's Application speaks of the commit only once Argo CD compared
+// its spec as it is now and, for a chart directory read at the branch, a revision that
+// includes the commit; a failed sync of an earlier comparison does not fail the next
+// operation, one of this comparison does.
+func TestArgoCompared(t *testing.T) {
+	t.Parallel()
+	const stackID = "k1-abc"
+	r1, r2 := strings.Repeat("a1", 20), strings.Repeat("b2", 20)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	v := status.View{ClusterUUID: "u1", StackID: stackID, Namespace: "magnum-p1", Status: v1alpha1.UpdateInProgress,
+		Since: now.Add(-time.Minute), Revision: r2}
+	chartDir := "source: {repoURL: http://git.example/magnum.git, path: clusters/p1/k1/chart, targetRevision: main, kustomize: {patches: [{patch: x}]}}"
+	helmChart := "source: {repoURL: https://charts.example, chart: openstack-cluster, targetRevision: 0.27.0, helm: {valuesObject: {kubernetesVersion: 1.34.3}}}"
+	failedOp := func(rev, source string) string {
+		return "operationState: {phase: Failed, message: 'one or more objects failed to apply, reason: at most 4 machines', syncResult: {revision: " + rev + ", " + source + "}}"
+	}
+	for _, tc := range []struct {
+		name, spec, status string
+		want               v1alpha1.ClusterStatus
+		reason             string
+	}{
+		{"the spec changed, not compared yet", helmChart,
+			"sync: {status: Synced, revision: 0.27.0, comparedTo: {source: {repoURL: https://charts.example, chart: openstack-cluster, targetRevision: 0.27.0, helm: {valuesObject: {kubernetesVersion: 1.33.7}}}}}\noperationState: {phase: Succeeded}",
+			v1alpha1.UpdateInProgress, "waiting for Argo CD to compare Application k1-abc with its new spec"},
+		{"the chart directory compared at an older commit", chartDir,
+			"sync: {status: Synced, revision: " + r1 + ", comparedTo: {" + chartDir + "}}\noperationState: {phase: Succeeded}",
+			v1alpha1.UpdateInProgress, "waiting for Argo CD to compare Application k1-abc with revision b2b2b2b2b2b2 (compared: a1a1a1a1a1a1)"},
+		{"compared at the commit, the last sync failed at an earlier one", chartDir,
+			"sync: {status: OutOfSync, revision: " + r2 + ", comparedTo: {" + chartDir + "}}\n" + failedOp(r1, chartDir) +
+				"\nconditions: [{type: SyncError, message: 'Failed last sync attempt to [" + r1 + "]'}]",
+			v1alpha1.UpdateInProgress, "waiting for Argo CD to sync Application k1-abc (OutOfSync)"},
+		{"the sync of the commit failed", chartDir,
+			"sync: {status: OutOfSync, revision: " + r2 + ", comparedTo: {" + chartDir + "}}\n" + failedOp(r2, chartDir),
+			v1alpha1.UpdateFailed, "Argo CD sync of Application k1-abc failed: one or more objects failed to apply, reason: at most 4 machines"},
+		{"the sync of the new values failed", helmChart,
+			"sync: {status: OutOfSync, revision: 0.27.0, comparedTo: {" + helmChart + "}}\n" + failedOp("0.27.0", helmChart),
+			v1alpha1.UpdateFailed, "Argo CD sync of Application k1-abc failed: one or more objects failed to apply, reason: at most 4 machines"},
+		{"a failed sync of the old values", helmChart,
+			"sync: {status: OutOfSync, revision: 0.27.0, comparedTo: {" + helmChart + "}}\n" +
+				failedOp("0.27.0", "source: {repoURL: https://charts.example, chart: openstack-cluster, targetRevision: 0.27.0, helm: {valuesObject: {kubernetesVersion: 1.33.7}}}"),
+			v1alpha1.UpdateInProgress, "waiting for Argo CD to sync Application k1-abc (OutOfSync)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := application(t, stackID, tc.status)
+			var spec map[string]any
+			if err := yaml.Unmarshal([]byte(tc.spec), &spec); err != nil {
+				t.Fatal(err)
+			}
+			app.Object["spec"].(map[string]any)["source"] = spec["source"]
+			r := status.Evaluate(v, status.Objects{Application: app}, status.Options{Now: now, UpdateTimeout: time.Hour})
+			if r.Status != tc.want || r.StatusReason != tc.reason {
+				t.Errorf("Evaluate = %s %q, want %s %q", r.Status, r.StatusReason, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
 // TestArgoSnapshot: in Argo mode the snapshot finds each cluster's Application by the
 // namespace it deploys into, the repository's Application by name, and discovers the
 // clusters from their Applications' values; in Flux mode it lists no Application at all.

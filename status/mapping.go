@@ -61,7 +61,7 @@ func Evaluate(v View, o Objects, opts Options) Report {
 	// Whether Flux has applied the operation's commit is asked once and decides for the
 	// cluster and its node groups alike.
 	pending, refused := revisionPending(v, o, opts)
-	gitops := gitopsChain(v, o, pending, cc)
+	gitops := gitopsChain(v, o, opts, pending, cc)
 	stepAt, target := upgradeStep(v, o, pending)
 	r.NodeGroups, r.NodeCount, r.MasterCount = nodeGroups(v, o, opts, cc, groupsHeld(v, pending, gitops, stepAt))
 	for _, ng := range v.NodeGroups {
@@ -231,13 +231,13 @@ func progress(v View, o Objects, opts Options, cc conditionCache, gitops *blocke
 // gitopsChain reports what stands between the commit and Helm: Flux not having applied
 // the revision (pending, revisionPending's answer), the HelmRelease not yet reconciled, or
 // Helm failing.
-func gitopsChain(v View, o Objects, pending string, cc conditionCache) *blocker {
+func gitopsChain(v View, o Objects, opts Options, pending string, cc conditionCache) *blocker {
 	if pending != "" {
 		return &blocker{reason: pending}
 	}
 	hr := o.HelmRelease
 	if hr == nil && o.Application != nil {
-		return argoChain(v, o.Application)
+		return argoChain(v, o.Application, opts)
 	}
 	if hr == nil {
 		return &blocker{reason: "waiting for Flux to create HelmRelease " + v.StackID}
