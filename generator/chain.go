@@ -40,7 +40,6 @@ func (s *UpgradeStep) String() string {
 // one minor, a downgrade, which CheckUpgrade refuses). Without an image for the next minor,
 // the error names resolved.upgrade_images.
 func RenderUpgradeStep(ev *v1alpha1.ClusterEvent, site *Site, res *Result, dep *Deployed) (*Result, *UpgradeStep, error) {
-	cfg := &site.Config
 	if dep == nil || res == nil || res.Values == nil || ev.Operation == v1alpha1.DeleteCluster {
 		return res, nil, nil
 	}
@@ -50,13 +49,6 @@ func RenderUpgradeStep(ev *v1alpha1.ClusterEvent, site *Site, res *Result, dep *
 	target, ok2 := parseKubeVersion(newRaw)
 	if !ok1 || !ok2 || target.major != old.major || target.minor <= old.minor+1 {
 		return res, nil, nil
-	}
-	if cfg.Format == FormatArgo {
-		// The next step waits for the rollout serve reads beside Flux's HelmRelease.
-		var p problems
-		p.add("resolved.image.kube_version", "Kubernetes %s is %d minor versions ahead of the %s the cluster runs: a chained upgrade needs the flux format; with --format argo, upgrade one minor version at a time (first to %d.%d)",
-			target, target.minor-old.minor, old, old.major, old.minor+1)
-		return nil, nil, p.err()
 	}
 	img, ok := stepImage(ev, old.major, old.minor+1)
 	if !ok {
@@ -122,9 +114,22 @@ func (r *render) checkUpgradeImages() {
 	}
 }
 
-// markUpgradeTarget annotates the HelmRelease with the chain's target: the management
-// cluster, and the next plan, read from it that a chain is under way.
+// markUpgradeTarget annotates the object that deploys the chart, the HelmRelease or in Argo
+// mode the Application, with the chain's target: the management cluster, and the next
+// plan, read from it that a chain is under way. Both shapes of Application carry it on
+// their metadata: one with a kustomize source (chart patches) has its values in the chart
+// kustomization beside it, but the parent Application applies the Application itself, so
+// that is where serve and the management cluster see the annotation.
 func (res *Result) markUpgradeTarget(target string) {
+	if app := res.Objects.Application; app != nil {
+		a := app.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[magnum.AnnotationUpgradeTarget] = target
+		app.SetAnnotations(a)
+		return
+	}
 	hr := res.Objects.HelmRelease
 	if hr.Annotations == nil {
 		hr.Annotations = map[string]string{}

@@ -1,10 +1,16 @@
 package generator_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -121,9 +127,100 @@ func TestRenderUpgradeStep(t *testing.T) {
 	}
 }
 
+// TestRenderUpgradeStepArgo: in Argo mode a chain steps as in Flux mode, the target on the
+// cluster's Application, for both of its shapes: a Helm source deploys the step's version
+// in its valuesObject; a kustomize source (chart patches) in the chart kustomization beside
+// it, whose digest the Application carries. The event's own render stays unannotated.
+func TestRenderUpgradeStepArgo(t *testing.T) {
+	t.Parallel()
+	images := []v1alpha1.Image{{ID: img1343, KubeVersion: "v1.34.3", OSDistro: "ubuntu"}, {ID: img1350, KubeVersion: "v1.35.0", OSDistro: "ubuntu"}}
+	for _, tc := range []struct {
+		name               string
+		postRenderers      bool
+		deployed, target   string
+		wantImage, wantTo  string
+		wantKustomizeShape bool
+	}{
+		{"Helm source", false, "1.33.7", "v1.35.1", img1343, "1.34.3", false},
+		{"Helm source, from the middle of a chain", false, "1.34.3", "v1.36.0", img1350, "1.35.0", false},
+		{"kustomize source", true, "1.33.7", "v1.35.1", img1343, "1.34.3", true},
+		{"kustomize source, from the middle of a chain", true, "1.34.3", "v1.36.0", img1350, "1.35.0", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			doc := ""
+			if tc.postRenderers {
+				doc = capdPostRenderers(t)
+			}
+			cfg := argoConfig(t, doc)
+			ev := upgradeTo(t, tc.target, img1360, images...)
+			res, err := render(ev, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, step, err := generator.RenderUpgradeStep(ev, generator.MustSite(*cfg), res, &generator.Deployed{Values: map[string]any{"kubernetesVersion": tc.deployed}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if step == nil {
+				t.Fatal("no step")
+			}
+			want := generator.UpgradeStep{From: tc.deployed, To: tc.wantTo, Target: strings.TrimPrefix(tc.target, "v"),
+				Image: v1alpha1.Image{ID: tc.wantImage, KubeVersion: "v" + tc.wantTo, OSDistro: "ubuntu"}}
+			if diff := cmp.Diff(want, *step); diff != "" {
+				t.Errorf("step (-want +got):\n%s", diff)
+			}
+			app := got.Objects.Application
+			if app == nil || got.Objects.HelmRelease != nil {
+				t.Fatalf("format argo rendered Application %v, HelmRelease %v", app != nil, got.Objects.HelmRelease != nil)
+			}
+			if a := app.GetAnnotations()[magnum.AnnotationUpgradeTarget]; a != want.Target {
+				t.Errorf("Application annotation %s = %q, want %q", magnum.AnnotationUpgradeTarget, a, want.Target)
+			}
+			if a, ok := res.Objects.Application.GetAnnotations()[magnum.AnnotationUpgradeTarget]; ok {
+				t.Errorf("the event's own render was annotated: %q", a)
+			}
+			if v := got.Values["kubernetesVersion"]; v != tc.wantTo || got.Values["machineImageId"] != tc.wantImage {
+				t.Errorf("values: kubernetesVersion %v on %v, want %s on %s", v, got.Values["machineImageId"], tc.wantTo, tc.wantImage)
+			}
+			// What Argo CD deploys: the Application's own values, or its chart kustomization's.
+			fs, err := got.Files(cfg, generator.FileOptions{Secrets: redactedSecrets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := generator.ClusterDir(got.Root, got.Namespace, got.ReleaseName)
+			chartFile := fs.Files[path.Join(dir, generator.ChartDir, generator.KustomizationFile)]
+			srcPath, _, _ := unstructured.NestedString(app.Object, "spec", "source", "path")
+			if (srcPath != "") != tc.wantKustomizeShape || (chartFile != nil) != tc.wantKustomizeShape {
+				t.Fatalf("source path %q, chart kustomization written %v; want a kustomize source %v", srcPath, chartFile != nil, tc.wantKustomizeShape)
+			}
+			var deployed map[string]any
+			if tc.wantKustomizeShape {
+				var k kustypes.Kustomization
+				if err := yaml.Unmarshal(chartFile, &k); err != nil || len(k.HelmCharts) != 1 {
+					t.Fatalf("chart kustomization: %v, %d charts", err, len(k.HelmCharts))
+				}
+				deployed = k.HelmCharts[0].ValuesInline
+				sum := sha256.Sum256(chartFile)
+				if d := app.GetAnnotations()[generator.ChartDigestAnnotation]; d != "sha256:"+hex.EncodeToString(sum[:]) {
+					t.Errorf("%s = %q, not the step's chart kustomization's", generator.ChartDigestAnnotation, d)
+				}
+			} else {
+				deployed, _, _ = unstructured.NestedMap(app.Object, "spec", "source", "helm", "valuesObject")
+			}
+			if deployed["kubernetesVersion"] != tc.wantTo || deployed["machineImageId"] != tc.wantImage {
+				t.Errorf("Argo CD deploys kubernetesVersion %v on %v, want %s on %s", deployed["kubernetesVersion"], deployed["machineImageId"], tc.wantTo, tc.wantImage)
+			}
+			// The annotation reaches Git: the parent Application applies the file.
+			if b := fs.Files[path.Join(dir, generator.ApplicationFile)]; !strings.Contains(string(b), magnum.AnnotationUpgradeTarget+": "+want.Target) {
+				t.Errorf("%s lacks the annotation:\n%s", generator.ApplicationFile, b)
+			}
+		})
+	}
+}
+
 // TestRenderUpgradeStepRefused: a chain that cannot step is refused, saying why: a values
-// overlay that pins kubernetesVersion leaves it nothing to move, and an Argo CD
-// Application has no rollout serve can wait on.
+// overlay that pins kubernetesVersion leaves it nothing to move, in either format.
 func TestRenderUpgradeStepRefused(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -133,8 +230,10 @@ func TestRenderUpgradeStepRefused(t *testing.T) {
 	}{
 		{"kubernetesVersion pinned", func(c *generator.Config) { c.ValuesOverlay = map[string]any{"kubernetesVersion": "1.35.1"} },
 			"kubernetesVersion is set elsewhere"},
-		{"--format argo", func(c *generator.Config) { c.Format = generator.FormatArgo },
-			"resolved.image.kube_version: Kubernetes 1.35.1 is 2 minor versions ahead of the 1.33.7 the cluster runs: a chained upgrade needs the flux format"},
+		{"kubernetesVersion pinned, --format argo", func(c *generator.Config) {
+			c.ValuesOverlay = map[string]any{"kubernetesVersion": "1.35.1"}
+			c.Format = generator.FormatArgo
+		}, "kubernetesVersion is set elsewhere"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

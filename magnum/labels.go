@@ -18,8 +18,9 @@ const (
 
 	// AnnotationClusterName carries the Magnum cluster name, which is no valid label value.
 	AnnotationClusterName = "magnum.openstack.org/cluster-name"
-	// AnnotationUpgradeTarget is on a HelmRelease that deploys a step of a chained upgrade:
-	// the Kubernetes version (X.Y.Z) the chain goes on to.
+	// AnnotationUpgradeTarget is on a HelmRelease (in Argo mode, an Application) that
+	// deploys a step of a chained upgrade: the Kubernetes version (X.Y.Z) the chain goes on
+	// to.
 	AnnotationUpgradeTarget = "magnum.openstack.org/upgrade-target"
 )
 

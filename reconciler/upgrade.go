@@ -14,13 +14,13 @@ import (
 // minor a commit (generator.RenderUpgradeStep):
 //
 //   - The event's own commit holds its record, which asks for the target version, and a
-//     HelmRelease that deploys the first step, annotated with the target
-//     (magnum.AnnotationUpgradeTarget).
-//   - While the HelmRelease carries that annotation, the chain is under way. The leader
+//     HelmRelease (in Argo mode, an Application) that deploys the first step, annotated
+//     with the target (magnum.AnnotationUpgradeTarget).
+//   - While the HelmRelease or Application carries that annotation, the chain is under way. The leader
 //     requeues such clusters, and each reconcile runs the upgrade step: once the
 //     management cluster reports the deployed version rolled out (the control plane, then
 //     every MachineDeployment, all up to date and ready), it commits the next step, until
-//     the last one, whose HelmRelease deploys the target without the annotation.
+//     the last one, which deploys the target without the annotation.
 //   - Nothing else moves Kubernetes meanwhile: an event or a resync that would is refused
 //     with errUpgradeInProgress.
 //   - A step that fails never rolls out, so the chain stops there; the status says why.

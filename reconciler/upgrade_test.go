@@ -17,28 +17,93 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
-// deployedAt reads the head's HelmRelease of the prod-a cluster: the Kubernetes version it
-// deploys and its upgrade-target annotation.
+// deployedAt reads the head's deploy file of a cluster, the HelmRelease or in Argo mode
+// the Application: the Kubernetes version it deploys and its upgrade-target annotation.
+// An Application with a kustomize source deploys the values of the chart kustomization
+// beside it.
 func deployedAt(t *testing.T, p *reconciler.Pipeline, sink *reconciler.GitSink, namespace, stackID string) (version, target string) {
 	t.Helper()
-	b, ok, err := sink.Repo.ReadFile(path.Join(generator.ClusterDir(p.Config.Flux.Path, namespace, stackID), generator.HelmReleaseFile))
-	if err != nil || !ok {
-		t.Fatalf("HelmRelease: %v (found %v)", err, ok)
+	dir := generator.ClusterDir(p.Config.Flux.Path, namespace, stackID)
+	read := func(f string) []byte {
+		t.Helper()
+		b, ok, err := sink.Repo.ReadFile(path.Join(dir, f))
+		if err != nil || !ok {
+			t.Fatalf("%s: %v (found %v)", f, err, ok)
+		}
+		return b
 	}
-	var hr struct {
+	type values struct {
+		KubernetesVersion string `json:"kubernetesVersion"`
+	}
+	var obj struct {
 		Metadata struct {
 			Annotations map[string]string `json:"annotations"`
 		} `json:"metadata"`
 		Spec struct {
-			Values struct {
-				KubernetesVersion string `json:"kubernetesVersion"`
-			} `json:"values"`
+			Values values `json:"values"`
+			Source struct {
+				Path string `json:"path"`
+				Helm struct {
+					ValuesObject values `json:"valuesObject"`
+				} `json:"helm"`
+			} `json:"source"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(b, &hr); err != nil {
+	if err := yaml.Unmarshal(read(p.Config.DeployFile()), &obj); err != nil {
 		t.Fatal(err)
 	}
-	return hr.Spec.Values.KubernetesVersion, hr.Metadata.Annotations[magnum.AnnotationUpgradeTarget]
+	target = obj.Metadata.Annotations[magnum.AnnotationUpgradeTarget]
+	switch {
+	case p.Config.Format != generator.FormatArgo:
+		return obj.Spec.Values.KubernetesVersion, target
+	case obj.Spec.Source.Path == "":
+		return obj.Spec.Source.Helm.ValuesObject.KubernetesVersion, target
+	}
+	var k struct {
+		HelmCharts []struct {
+			ValuesInline values `json:"valuesInline"`
+		} `json:"helmCharts"`
+	}
+	if err := yaml.Unmarshal(read(path.Join(generator.ChartDir, generator.KustomizationFile)), &k); err != nil || len(k.HelmCharts) != 1 {
+		t.Fatalf("chart kustomization: %v, %d charts", err, len(k.HelmCharts))
+	}
+	return k.HelmCharts[0].ValuesInline.KubernetesVersion, target
+}
+
+// chartPatch is a site post-renderer: in Argo mode it gives a cluster's Application a
+// kustomize source.
+const chartPatch = `
+- kustomize:
+    patches:
+    - target: {group: cluster.x-k8s.io, kind: Cluster}
+      patch: |
+        - {op: add, path: /metadata/labels/example.org~1patched, value: "true"}
+`
+
+// createdAs is created with the configuration changed by configure first.
+func createdAs(t *testing.T, configure func(t *testing.T, cfg *generator.Config)) (*reconciler.Pipeline, *reconciler.GitSink, string) {
+	t.Helper()
+	p, sink, dir := committer(t)
+	if configure != nil {
+		cfg := p.Config.Config
+		configure(t, &cfg)
+		p.Config = generator.MustSite(cfg)
+	}
+	if _, err := sink.Apply(context.Background(), p, event(t, "01-prod-a-create.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	return p, sink, dir
+}
+
+// Argo mode, with an Application of each shape.
+func argoHelmSource(_ *testing.T, cfg *generator.Config) { cfg.Format = generator.FormatArgo }
+
+func argoKustomizeSource(t *testing.T, cfg *generator.Config) {
+	cfg.Format = generator.FormatArgo
+	cfg.Argo.RepoURL, cfg.Argo.TargetRevision = "https://git.example.org/cloud/clusters.git", "main"
+	if err := yaml.UnmarshalStrict([]byte(chartPatch), &cfg.Flux.PostRenderers); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // lastMessage is the head commit's message on the remote.
@@ -55,7 +120,9 @@ func lastMessage(t *testing.T, remote string) string {
 // first step, the record keeping the event; every later step is committed by a reconcile
 // of the cluster only once the management cluster has rolled out the step before; while
 // the chain is under way nothing else moves Kubernetes (events and resyncs are refused or
-// skipped); the last step removes the annotation, and the chain ends.
+// skipped); the last step removes the annotation, and the chain ends. The same in Argo
+// mode, the annotation on the Application, with a Helm source or a kustomize source (whose
+// values, the deployed version among them, are in the chart kustomization beside it).
 func TestUpgradeChain(t *testing.T) {
 	t.Parallel()
 	images := []v1alpha1.Image{
@@ -63,15 +130,20 @@ func TestUpgradeChain(t *testing.T) {
 		{ID: "7a1b2c3d-0000-4000-8000-000000013500", KubeVersion: "v1.35.0"},
 	}
 	for _, tc := range []struct {
-		target string
-		steps  []string // the versions deployed, in order, the first by the event's commit
+		format    string
+		configure func(*testing.T, *generator.Config)
+		target    string
+		steps     []string // the versions deployed, in order, the first by the event's commit
 	}{
-		{"1.35.1", []string{"1.34.3", "1.35.1"}},
-		{"1.36.0", []string{"1.34.3", "1.35.0", "1.36.0"}},
+		{"flux", nil, "1.35.1", []string{"1.34.3", "1.35.1"}},
+		{"flux", nil, "1.36.0", []string{"1.34.3", "1.35.0", "1.36.0"}},
+		{"argo-helm-source", argoHelmSource, "1.35.1", []string{"1.34.3", "1.35.1"}},
+		{"argo-helm-source", argoHelmSource, "1.36.0", []string{"1.34.3", "1.35.0", "1.36.0"}},
+		{"argo-kustomize-source", argoKustomizeSource, "1.36.0", []string{"1.34.3", "1.35.0", "1.36.0"}},
 	} {
-		t.Run(tc.target, func(t *testing.T) {
+		t.Run(tc.format+"/"+tc.target, func(t *testing.T) {
 			t.Parallel()
-			p, sink, remote := created(t)
+			p, sink, remote := createdAs(t, tc.configure)
 			m := &management{}
 			var progress []reconciler.UpgradeProgress
 			var pushed []string
@@ -102,6 +174,12 @@ func TestUpgradeChain(t *testing.T) {
 				t.Fatal(sum.Err())
 			}
 			uuid := ev.Cluster.UUID
+			if tc.configure != nil {
+				b, _, _ := sink.Repo.ReadFile(path.Join(generator.ClusterDir(p.Config.Flux.Path, sum.Namespace, sum.StackID), generator.ApplicationFile))
+				if kustomize := strings.Contains(string(b), "\n    path: "); len(b) == 0 || kustomize != (tc.format == "argo-kustomize-source") {
+					t.Fatalf("the Application (kustomize source %v), want %s:\n%s", kustomize, tc.format, b)
+				}
+			}
 			at := func() (string, string) { return deployedAt(t, p, sink, sum.Namespace, sum.StackID) }
 			if v, target := at(); v != tc.steps[0] || target != tc.target {
 				t.Fatalf("after the event: Kubernetes %s, annotation %q; want %s on its way to %s", v, target, tc.steps[0], tc.target)

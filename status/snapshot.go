@@ -261,23 +261,35 @@ func AppliedCommit(revision string) string {
 	return id
 }
 
-// UpgradeChains lists, by Magnum UUID, the clusters whose Flux HelmRelease deploys a step
-// of a chained upgrade (magnum.AnnotationUpgradeTarget): the leader requeues them. It lists
-// the HelmReleases alone, not a whole snapshot.
-func UpgradeChains(ctx context.Context, src Source) ([]string, error) {
-	hrs, err := src.List(ctx, fluxHelmRelease)
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", fluxHelmRelease.GroupKind(), err)
+// UpgradeChains lists, by Magnum UUID, the clusters whose Flux HelmRelease, or in Argo mode
+// (argo) whose Argo CD Application, deploys a step of a chained upgrade
+// (magnum.AnnotationUpgradeTarget): the leader requeues them. It lists those kinds alone,
+// not a whole snapshot, and Applications only when argo is set, as KindsOf does: a Flux
+// site is never asked to let serve read them. An Argo site may have no Flux: there an
+// absent HelmRelease CRD contributes nothing, as in TakeSnapshot.
+func UpgradeChains(ctx context.Context, src Source, argo bool) ([]string, error) {
+	kinds := []schema.GroupVersionKind{fluxHelmRelease}
+	if argo {
+		kinds = append(kinds, argoApplication)
 	}
 	var out []string
-	for _, hr := range hrs {
-		if hr.GetAnnotations()[magnum.AnnotationUpgradeTarget] == "" {
+	for _, gvk := range kinds {
+		objs, err := src.List(ctx, gvk)
+		if argo && gvk == fluxHelmRelease && meta.IsNoMatchError(err) {
 			continue
 		}
-		if uuid := label(hr, magnum.LabelClusterUUID); uuid != "" {
-			out = append(out, uuid)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", gvk.GroupKind(), err)
+		}
+		for _, o := range objs {
+			if o.GetAnnotations()[magnum.AnnotationUpgradeTarget] == "" {
+				continue
+			}
+			if uuid := label(o, magnum.LabelClusterUUID); uuid != "" {
+				out = append(out, uuid)
+			}
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return slices.Compact(out), nil
 }

@@ -270,33 +270,91 @@ func TestSnapshotPerNamespace(t *testing.T) {
 	}
 }
 
-// TestUpgradeChains: the clusters whose Flux HelmRelease carries the upgrade-target
-// annotation are listed by Magnum UUID, sorted; other HelmReleases, and the addon
-// provider's HelmReleases of the same kind name, are not.
+// chainSource serves objs like an API server without the CRDs of the group absent, and
+// remembers the groups it was asked to list.
+type chainSource struct {
+	objs   status.StaticSource
+	absent string
+	asked  []string
+}
+
+func (c *chainSource) List(ctx context.Context, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	c.asked = append(c.asked, gvk.Group)
+	if gvk.Group == c.absent {
+		return nil, &meta.NoKindMatchError{GroupKind: gvk.GroupKind()}
+	}
+	return c.objs.List(ctx, gvk)
+}
+
+// TestUpgradeChains: the clusters whose Flux HelmRelease, or in Argo mode whose Argo CD
+// Application, carries the upgrade-target annotation are listed by Magnum UUID, sorted;
+// other HelmReleases and Applications, the addon provider's HelmReleases of the same kind
+// name, and the repository's Application (no UUID) are not. A Flux site is never asked for
+// Applications; an Argo site without Flux's CRD lists its Applications, and a Flux site
+// without it fails, naming the kind.
 func TestUpgradeChains(t *testing.T) {
 	t.Parallel()
-	hr := func(group, name, uuid, target string) *unstructured.Unstructured {
+	obj := func(apiVersion, kind, name, uuid, target string) *unstructured.Unstructured {
 		o := &unstructured.Unstructured{}
-		o.SetAPIVersion(group + "/v2")
-		o.SetKind("HelmRelease")
+		o.SetAPIVersion(apiVersion)
+		o.SetKind(kind)
 		o.SetNamespace("magnum-p")
 		o.SetName(name)
-		o.SetLabels(map[string]string{magnum.LabelClusterUUID: uuid})
+		if uuid != "" {
+			o.SetLabels(map[string]string{magnum.LabelClusterUUID: uuid})
+		}
 		if target != "" {
 			o.SetAnnotations(map[string]string{magnum.AnnotationUpgradeTarget: target})
 		}
 		return o
 	}
-	got, err := status.UpgradeChains(context.Background(), status.StaticSource{
+	hr := func(group, name, uuid, target string) *unstructured.Unstructured {
+		return obj(group+"/v2", "HelmRelease", name, uuid, target)
+	}
+	app := func(name, uuid, target string) *unstructured.Unstructured {
+		return obj("argoproj.io/v1alpha1", "Application", name, uuid, target)
+	}
+	objs := status.StaticSource{
 		hr(status.FluxHelmGroup, "b", "uuid-b", "1.35.0"),
 		hr(status.FluxHelmGroup, "a", "uuid-a", "1.34.3"),
 		hr(status.FluxHelmGroup, "c", "uuid-c", ""),
 		hr("addons.stackhpc.com", "d", "uuid-d", "1.35.0"),
-	})
-	if err != nil {
-		t.Fatal(err)
+		app("f", "uuid-f", "1.36.0"),
+		app("e", "uuid-e", "1.35.0"),
+		app("g", "uuid-g", ""),
+		app("magnum-clusters", "", "1.35.0"),
 	}
-	if diff := cmp.Diff([]string{"uuid-a", "uuid-b"}, got); diff != "" {
-		t.Errorf("UpgradeChains (-want +got):\n%s", diff)
+	for _, tc := range []struct {
+		name      string
+		argo      bool
+		absent    string
+		want      []string
+		wantAsked []string
+		wantErr   string
+	}{
+		{"flux", false, "", []string{"uuid-a", "uuid-b"}, []string{status.FluxHelmGroup}, ""},
+		{"argo", true, "", []string{"uuid-a", "uuid-b", "uuid-e", "uuid-f"}, []string{status.FluxHelmGroup, status.ArgoGroup}, ""},
+		{"argo without Flux", true, status.FluxHelmGroup, []string{"uuid-e", "uuid-f"}, []string{status.FluxHelmGroup, status.ArgoGroup}, ""},
+		{"flux without Flux", false, status.FluxHelmGroup, nil, []string{status.FluxHelmGroup}, "listing HelmRelease.helm.toolkit.fluxcd.io"},
+		{"argo without Argo CD", true, status.ArgoGroup, nil, []string{status.FluxHelmGroup, status.ArgoGroup}, "listing Application.argoproj.io"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := &chainSource{objs: objs, absent: tc.absent}
+			got, err := status.UpgradeChains(context.Background(), src, tc.argo)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("err = %v, want %q", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("UpgradeChains (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantAsked, src.asked); diff != "" {
+				t.Errorf("groups listed (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -9,23 +9,45 @@ import (
 )
 
 // A chained upgrade (reconciler/upgrade.go) deploys one Kubernetes minor version at a time,
-// each step's HelmRelease annotated with the version the chain goes to: between its steps
-// the cluster is rolled out at a version Magnum did not ask for, and the upgrade is still
-// in progress.
+// each step's HelmRelease (in Argo mode its Application) annotated with the version the
+// chain goes to: between its steps the cluster is rolled out at a version Magnum did not
+// ask for, and the upgrade is still in progress.
 
-// upgradeStep is the Kubernetes version (X.Y.Z) the HelmRelease deploys and the one the
-// chain goes on to when the HelmRelease deploys a step of a chained upgrade
-// (magnum.AnnotationUpgradeTarget), once Flux has applied the view's commit (pending is
-// revisionPending's answer); "" otherwise.
+// upgradeStep is the Kubernetes version (X.Y.Z) the HelmRelease, or in Argo mode the
+// cluster's Application, deploys and the one the chain goes on to when it deploys a step of
+// a chained upgrade (magnum.AnnotationUpgradeTarget), once Flux or Argo CD has applied the
+// view's commit (pending is revisionPending's answer); "" otherwise.
+//
+// The step's version is the chart's kubernetesVersion value: a HelmRelease's spec.values, a
+// Helm-source Application's spec.source.helm.valuesObject. An Application with a kustomize
+// source (a cluster with chart patches) holds no values: they are in the chart
+// kustomization in Git (generator.ChartDir), which is not on the management cluster. There
+// the version is the KubeadmControlPlane's spec.version, which the chart renders from
+// kubernetesVersion: once the parent Application has synced the step's commit (the
+// annotation is on the object that commit changed) and the cluster's Application has
+// synced, it is the step's. Until the cluster's Application has synced, the control plane
+// may still name the version before the step: the status then waits on that sync
+// (argoChain), and only its wording names the older version.
 func upgradeStep(v View, o Objects, pending string) (at, target string) {
-	if pending != "" || v.Status.Action() != v1alpha1.ActionUpdate || o.HelmRelease == nil {
+	if pending != "" || v.Status.Action() != v1alpha1.ActionUpdate {
 		return "", ""
 	}
-	target = o.HelmRelease.GetAnnotations()[magnum.AnnotationUpgradeTarget]
+	switch {
+	case o.HelmRelease != nil:
+		target = o.HelmRelease.GetAnnotations()[magnum.AnnotationUpgradeTarget]
+		at = stringAt(o.HelmRelease, "spec", "values", "kubernetesVersion")
+	case o.Application != nil:
+		target = o.Application.GetAnnotations()[magnum.AnnotationUpgradeTarget]
+		if stringAt(o.Application, "spec", "source", "path") != "" {
+			at = stringAt(o.ControlPlane, "spec", "version") // a kustomize source: no values here
+		} else {
+			at = stringAt(o.Application, "spec", "source", "helm", "valuesObject", "kubernetesVersion")
+		}
+	}
 	if target == "" {
 		return "", ""
 	}
-	return trimV(stringAt(o.HelmRelease, "spec", "values", "kubernetesVersion")), target
+	return trimV(at), target
 }
 
 // chained rephrases the judgement of a step of a chained upgrade at version at: its

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/status"
 )
@@ -15,14 +16,17 @@ func (s *Service) requeue(ctx context.Context) {
 	s.upgrades(ctx)
 }
 
-// upgrades requeues the clusters whose HelmRelease deploys a step of a chained upgrade
-// (reconciler/upgrade.go), as the management cluster shows them.
+// upgrades requeues the clusters whose HelmRelease (in Argo mode, Application) deploys a
+// step of a chained upgrade (reconciler/upgrade.go), as the management cluster shows them.
+// Applications are listed in Argo mode alone, as the status snapshot lists them
+// (status.KindsOf).
 func (s *Service) upgrades(ctx context.Context) {
+	argo := s.o.Pipeline.Config.Format == generator.FormatArgo
 	for _, m := range s.managed {
 		if m.Status == nil {
 			continue
 		}
-		uuids, err := status.UpgradeChains(ctx, m.Status)
+		uuids, err := status.UpgradeChains(ctx, m.Status, argo)
 		if err != nil {
 			s.o.Log.Warn("upgrade chains: reading the management cluster", "management_cluster", m.Name, "error", err)
 			continue
