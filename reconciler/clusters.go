@@ -9,6 +9,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/compact"
 )
@@ -46,7 +47,7 @@ type Clusters struct {
 	// moment (a conductor down) still learns DELETE_COMPLETE instead of an unknown cluster.
 	gone map[string]ClusterRecord
 	// goneIn is, per tombstone, a commit in which the cluster's directory is gone: a
-	// snapshot whose head does not contain it predates the completion (see Follower).
+	// snapshot whose head does not contain it predates the completion (see follower).
 	goneIn map[string]string
 	// compact makes the copies of events records keep.
 	compact *compact.Compactor
@@ -192,16 +193,10 @@ func (c *Clusters) Len() int {
 	return len(c.m)
 }
 
-// FileLister lists every file under a directory of a repository (gitrepo.Repo does).
-type FileLister interface {
-	Tree
-	ListFiles(dir string) ([]string, error)
-}
-
 // LoadClusters rebuilds the index from the records in a repository: the state after a
 // restart, with no event lost that Git holds. A record that does not decode is skipped and
 // returned in bad, so that one corrupt file does not stop the service.
-func LoadClusters(repo FileLister, site *generator.Site, at time.Time) (*Clusters, []string, error) {
+func LoadClusters(repo gitrepo.Tree, site *generator.Site, at time.Time) (*Clusters, []string, error) {
 	cfg := &site.Config
 	c := newClusters()
 	var bad []string
@@ -218,7 +213,7 @@ func LoadClusters(repo FileLister, site *generator.Site, at time.Time) (*Cluster
 }
 
 // load indexes the records among the files of one root.
-func (c *Clusters) load(repo FileLister, cfg *generator.Config, root string, files, bad []string, at time.Time) ([]string, error) {
+func (c *Clusters) load(repo gitrepo.Tree, cfg *generator.Config, root string, files, bad []string, at time.Time) ([]string, error) {
 	for _, f := range files {
 		if path.Base(f) != recordFile {
 			continue
@@ -246,9 +241,9 @@ func (c *Clusters) load(repo FileLister, cfg *generator.Config, root string, fil
 	return bad, nil
 }
 
-// FillRevisions sets the commit of every record whose revision is unknown (after a
+// fillRevisions sets the commit of every record whose revision is unknown (after a
 // restart) from the ledger.
-func (c *Clusters) FillRevisions(l *Ledger) {
+func (c *Clusters) fillRevisions(l *ledger) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for uuid, rec := range c.m {

@@ -122,7 +122,7 @@ func (r *Reconciler) deleteStep(ctx context.Context, rec ClusterRecord) *deletio
 	}
 	d.progress.Secrets = rm.secrets
 	if err := r.Management.DeleteSecrets(ctx, rec, rm.secrets); err != nil {
-		d.progress.Err = &Error{Kind: KindRetry, Step: "delete secrets", Err: err}
+		d.progress.Err = &failure{Kind: KindRetry, Step: "delete secrets", Err: err}
 		return d
 	}
 	d.plan = finishDelete(cfg, rec)
@@ -265,7 +265,7 @@ func deleteTrailers(rec ClusterRecord, op string, more ...gitrepo.Trailer) []git
 }
 
 // secretsRemoval finds the commit of RemoveSecrets for a cluster in the newest
-// LedgerHistory commits the clone holds, with the Secret names it recorded: a service that
+// ledgerHistory commits the clone holds, with the Secret names it recorded: a service that
 // did not make it (restarted, or newly elected) needs both to finish the delete, since
 // Flux must have applied the commit before the Secrets go. When the history read does not
 // reach it, commit is the oldest commit read, which came after it (Flux applying that one
@@ -274,7 +274,7 @@ func secretsRemoval(ctx context.Context, repo *gitrepo.Repo, rec ClusterRecord) 
 	n := 0
 	var oldest string
 	err = repo.Walk(ctx, func(c gitrepo.CommitInfo) error {
-		if n++; n > LedgerHistory {
+		if n++; n > ledgerHistory {
 			return gitrepo.ErrStopWalk
 		}
 		oldest = c.Hash.String()

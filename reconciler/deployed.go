@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 )
@@ -30,7 +31,7 @@ type deployed struct {
 // readDeployed reads a cluster directory's HelmRelease or Application once per plan; nil
 // when there is none. The gate knows the JSON of a file it wrote or kept, so only a file
 // written by someone else is parsed as YAML.
-func readDeployed(tree Tree, dir string, g *gate.Gate) (*deployed, error) {
+func readDeployed(tree gitrepo.Tree, dir string, g *gate.Gate) (*deployed, error) {
 	for _, f := range []string{generator.HelmReleaseFile, generator.ApplicationFile} {
 		b, ok, err := tree.ReadFile(path.Join(dir, f))
 		if err != nil {
@@ -54,7 +55,7 @@ func readDeployed(tree Tree, dir string, g *gate.Gate) (*deployed, error) {
 // readChartKustomization reads the chart version and values an Application with a
 // kustomize source deploys from the chart kustomization beside it (generator.ChartDir):
 // the Application itself names only the branch and the path.
-func readChartKustomization(tree Tree, dir string, d *deployed) error {
+func readChartKustomization(tree gitrepo.Tree, dir string, d *deployed) error {
 	f := path.Join(dir, generator.ChartDir, generator.KustomizationFile)
 	b, ok, err := tree.ReadFile(f)
 	if err != nil || !ok {
@@ -141,7 +142,7 @@ func (d *deployed) upgradeState() *generator.Deployed {
 // same way checkDowngrade is. Plan calls it right after checkDowngrade.
 func checkUpgrade(dep *deployed, ev *v1alpha1.ClusterEvent, res *generator.Result) error {
 	if err := generator.CheckUpgrade(ev, res, dep.upgradeState()); err != nil {
-		return &Error{Kind: KindInvalid, Step: "diff", Err: err}
+		return &failure{Kind: KindInvalid, Step: "diff", Err: err}
 	}
 	return nil
 }

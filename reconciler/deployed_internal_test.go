@@ -61,6 +61,8 @@ func (f fileTree) ReadFile(p string) ([]byte, bool, error) {
 
 func (f fileTree) ListDir(string) ([]string, error) { return nil, nil }
 
+func (f fileTree) ListFiles(string) ([]string, error) { return nil, nil }
+
 // TestReadDeployedChartKustomization: an Argo CD Application with a kustomize source (a
 // cluster with chart patches) deploys the chart version and values of the chart
 // kustomization beside it, not its branch; without that file nothing is known deployed.

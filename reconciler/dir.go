@@ -12,6 +12,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
 // DirSink writes plans into a directory laid out like the repository (render --out-dir).
@@ -54,11 +55,11 @@ func (s *DirSink) Apply(ctx context.Context, p *Pipeline, ev *v1alpha1.ClusterEv
 	return &Written{Plan: pl}, stepError("write", writePlan(root, pl))
 }
 
-// Tree returns a Tree over the directory, for diff; a missing directory is empty.
-func (s *DirSink) Tree() (Tree, func(), error) {
+// Tree returns the directory as a gitrepo.Tree, for diff; a missing directory is empty.
+func (s *DirSink) Tree() (gitrepo.Tree, func(), error) {
 	root, err := os.OpenRoot(s.Root)
 	if errors.Is(err, fs.ErrNotExist) {
-		return EmptyTree{}, func() {}, nil
+		return emptyTree{}, func() {}, nil
 	}
 	if err != nil {
 		return nil, nil, err
@@ -66,10 +67,12 @@ func (s *DirSink) Tree() (Tree, func(), error) {
 	return dirTree{root}, func() { root.Close() }, nil
 }
 
-// dirTree reads a directory as a Tree.
+// dirTree reads a directory as a gitrepo.Tree.
 type dirTree struct{ root *os.Root }
 
-// ReadFile implements Tree.
+var _ gitrepo.Tree = dirTree{}
+
+// ReadFile implements gitrepo.Tree.
 func (t dirTree) ReadFile(p string) ([]byte, bool, error) {
 	if err := noSymlinks(t.root, p); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -84,7 +87,7 @@ func (t dirTree) ReadFile(p string) ([]byte, bool, error) {
 	return b, err == nil, err
 }
 
-// ListDir implements Tree.
+// ListDir implements gitrepo.Tree.
 func (t dirTree) ListDir(dir string) ([]string, error) {
 	if err := noSymlinks(t.root, dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -110,6 +113,37 @@ func (t dirTree) ListDir(dir string) ([]string, error) {
 			out = append(out, e.Name())
 		}
 	}
+	return out, nil
+}
+
+// ListFiles implements gitrepo.Tree: the paths of the regular files under dir, sorted
+// (Git's tree order). No command lists a directory whole today; the method makes a
+// directory a gitrepo.Tree, the one interface the package plans against. A symbolic link
+// is never followed: one on the way to dir is refused, as ReadFile refuses one, and one
+// under it is left out with every other file that is not regular.
+func (t dirTree) ListFiles(dir string) ([]string, error) {
+	if err := noSymlinks(t.root, dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []string
+	err := fs.WalkDir(t.root.FS(), dir, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case p == dir && !d.IsDir():
+			return fs.SkipAll // a file, not a directory: nothing under it
+		case d.Type().IsRegular():
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(out)
 	return out, nil
 }
 

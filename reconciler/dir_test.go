@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,5 +117,63 @@ func TestDirSinkRefusalWritesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(root)); !os.IsNotExist(err) {
 		t.Errorf("a refused render left %s behind (%v)", filepath.Dir(root), err)
+	}
+}
+
+// TestDirSinkTreeListsFiles: the directory read as a gitrepo.Tree lists the regular files
+// under a directory in Git's order (as their paths sort); a symbolic link is never followed:
+// one under the directory is left out, one on the way to it is refused.
+func TestDirSinkTreeListsFiles(t *testing.T) {
+	t.Parallel()
+	root, outside := t.TempDir(), t.TempDir()
+	for _, f := range []string{"a-b", "a.txt", "a/x", "a/y/z", "linked/secret"} {
+		base := root
+		if strings.HasPrefix(f, "linked/") {
+			base = outside
+		}
+		p := filepath.Join(base, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "a.txt"), filepath.Join(root, "a", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "linked"), filepath.Join(root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	tree, done, err := (&reconciler.DirSink{Root: root}).Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	for _, tc := range []struct {
+		dir  string
+		want []string
+	}{
+		{".", []string{"a-b", "a.txt", "a/x", "a/y/z"}},
+		{"a", []string{"a/x", "a/y/z"}},
+		{"a/x", nil}, // a file: nothing under it
+		{"missing", nil},
+	} {
+		got, err := tree.ListFiles(tc.dir)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ListFiles(%q) = %q, %v; want %q", tc.dir, got, err, tc.want)
+		}
+	}
+	if got, err := tree.ListFiles("linked"); !errors.Is(err, reconciler.ErrSymlink) {
+		t.Errorf("ListFiles through a link = %q, %v; want ErrSymlink", got, err)
+	}
+
+	empty, done, err := (&reconciler.DirSink{Root: filepath.Join(root, "none")}).Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	if got, err := empty.ListFiles("."); got != nil || err != nil {
+		t.Errorf("a missing directory lists %q, %v; want nothing", got, err)
 	}
 }

@@ -12,12 +12,12 @@
 // beyond the answers (pushes for Flux to fetch, a delete's or an upgrade's progress) is
 // returned as a Report, never told to the caller through a hook.
 //
-// Pipeline runs the steps up to the diff against a Tree (what the repository holds); a Sink
-// turns the resulting Plan into a change: GitSink commits and pushes it with gitrepo (and
-// plans again on the new head when the remote moved, so identical intent never
-// conflicts), DirSink writes it into a directory, all files or none. NewSummary turns any
-// step's error into one of four outcomes (invalid input, conflict, retry, permanent) that
-// callers act on: the CLI's exit code, the service's HTTP status, a retry.
+// Pipeline runs the steps up to the diff against a gitrepo.Tree (what the repository
+// holds); a Sink turns the resulting Plan into a change: GitSink commits and pushes it with
+// gitrepo (and plans again on the new head when the remote moved, so identical intent
+// never conflicts), DirSink writes it into a directory, all files or none. NewSummary turns
+// any step's error into one of four outcomes (invalid input, conflict, retry, permanent)
+// that callers act on: the CLI's exit code, the service's HTTP status, a retry.
 //
 // A plan that changes nothing is a silent success: no commit, no push, no write.
 package reconciler

@@ -26,6 +26,6 @@ func checkDowngrade(dep *deployed, ev *v1alpha1.ClusterEvent, res *generator.Res
 	if err1 != nil || err2 != nil || !now.LessThan(was) {
 		return nil
 	}
-	return &Error{Kind: KindInvalid, Step: "diff", Err: &v1alpha1.FieldError{Field: "cluster_template.labels.capi_helm_chart_version",
+	return &failure{Kind: KindInvalid, Step: "diff", Err: &v1alpha1.FieldError{Field: "cluster_template.labels.capi_helm_chart_version",
 		Message: fmt.Sprintf("chart %s is older than the %s the repository holds for this cluster: only upgrade_cluster may change the chart, and never backwards", res.Chart.Version, old)}}
 }

@@ -60,8 +60,10 @@ func (r inputRefusal) Error() string { return string(r) }
 // Unwrap makes errors.Is(err, v1alpha1.ErrInvalidInput) true.
 func (inputRefusal) Unwrap() error { return v1alpha1.ErrInvalidInput }
 
-// Error is a step's failure with its outcome class.
-type Error struct {
+// failure is a step's failure with its outcome class. It is not exported: callers act on
+// the class, which KindOf, errors.Is with the sentinels and Summary.Kind tell them, so the
+// type can change without them.
+type failure struct {
 	Kind Kind
 	// Step names the pipeline step that failed, e.g. "render" or "push".
 	Step string
@@ -69,17 +71,17 @@ type Error struct {
 }
 
 // Error implements error.
-func (e *Error) Error() string {
+func (e *failure) Error() string {
 	// A refusal lists each problem on a line of its own: each line says which step refused
 	// it, so that none reads as a message of its own when lines are shown apart.
 	return e.Step + ": " + strings.ReplaceAll(e.Err.Error(), "\n", "\n"+e.Step+": ")
 }
 
 // Unwrap returns the step's error.
-func (e *Error) Unwrap() error { return e.Err }
+func (e *failure) Unwrap() error { return e.Err }
 
 // Is matches the sentinel of the error's Kind.
-func (e *Error) Is(target error) bool {
+func (e *failure) Is(target error) bool {
 	switch target {
 	case ErrInvalid:
 		return e.Kind == KindInvalid
@@ -95,7 +97,7 @@ func (e *Error) Is(target error) bool {
 // conflicts are conflicts, refusals by the remote are permanent, and everything else —
 // network, context, a remote that kept moving — may succeed on retry.
 func KindOf(err error) Kind {
-	var e *Error
+	var e *failure
 	switch {
 	case errors.As(err, &e):
 		return e.Kind
@@ -118,9 +120,9 @@ func stepError(step string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var e *Error
+	var e *failure
 	if errors.As(err, &e) {
 		return err
 	}
-	return &Error{Kind: KindOf(err), Step: step, Err: err}
+	return &failure{Kind: KindOf(err), Step: step, Err: err}
 }

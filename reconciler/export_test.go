@@ -11,7 +11,11 @@ const (
 	OperationUpgradeStep = operationUpgradeStep
 )
 
+// Error is the type of a step's failure, which tests take apart with errors.As.
+type Error = failure
+
 var (
+	LoadLedger           = loadLedger
 	Digest               = eventDigest
 	Record               = encodeRecord
 	NewClusters          = newClusters
@@ -19,3 +23,8 @@ var (
 	ErrSymlink           = errSymlink
 	ErrUpgradeInProgress = errUpgradeInProgress
 )
+
+// Lookup is the answer r's ledger holds for an event id (ReadHistory sets the ledger).
+func (r *Reconciler) Lookup(id, digest string) (Summary, bool, error) {
+	return r.ledger.Lookup(id, digest)
+}

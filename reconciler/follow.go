@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"path"
 	"time"
 
@@ -10,16 +11,53 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
-// Follower keeps a replica's cluster index and ledger in step with the commits it did not
+// ReadHistory reads what the repository's history says of event ids and clusters, once,
+// before Start: the ledger of the ids the newest ledgerHistory commits carry, so that after
+// a restart a retried id is answered with the commit that carried it and an id reused with
+// another body is still refused; the revisions Clusters' records lack (an index loaded from
+// the records, LoadClusters, knows no commit); and the head from which CatchUp reads on.
+// It returns the number of ids read.
+func (r *Reconciler) ReadHistory(ctx context.Context) (int, error) {
+	if r.Clusters == nil {
+		return 0, errors.New("reconciler: ReadHistory needs Clusters")
+	}
+	repo := r.Sink.Repo
+	l, err := loadLedger(ctx, repo)
+	if err != nil {
+		return 0, err
+	}
+	r.Clusters.fillRevisions(l)
+	f := &follower{Repo: repo, Config: r.Pipeline.Config, Clusters: r.Clusters, Ledger: l, Now: r.Now}
+	if head, err := repo.Head(); err == nil {
+		f.Mark(head.String())
+	}
+	r.ledger, r.follower = l, f
+	return l.Len(), nil
+}
+
+// CatchUp reads the commits made since the last read (as last fetched or pushed) by the
+// other replicas and by people into Clusters and the ledger (follower.CatchUp), so that
+// this replica knows their clusters and their event ids. It returns the number of commits
+// read; ReadHistory must have been called.
+func (r *Reconciler) CatchUp(ctx context.Context) (int, error) {
+	if r.follower == nil {
+		return 0, errors.New("reconciler: CatchUp before ReadHistory")
+	}
+	return r.follower.CatchUp(ctx)
+}
+
+// follower keeps a replica's cluster index and ledger in step with the commits it did not
 // make: those of the other replicas (and of people), which it reads after they are
 // fetched. Without it a replica answers 404 for the clusters whose events another
 // replica took, its leader never finishes their deletes nor reports their health, and a
-// retried event id gets "unchanged" instead of the commit that carried it.
-type Follower struct {
+// retried event id gets "unchanged" instead of the commit that carried it. It is the
+// Reconciler's (ReadHistory, CatchUp), since it reads into the Reconciler's own index and
+// ledger: no caller wires it.
+type follower struct {
 	Repo     *gitrepo.Repo
 	Config   *generator.Site
 	Clusters *Clusters
-	Ledger   *Ledger
+	Ledger   *ledger
 	// Now stamps the records it reads; time.Now when nil.
 	Now func() time.Time
 
@@ -27,14 +65,14 @@ type Follower struct {
 }
 
 // Mark sets the commit the index was loaded from: CatchUp reads the commits after it.
-func (f *Follower) Mark(head string) { f.head = head }
+func (f *follower) Mark(head string) { f.head = head }
 
 // CatchUp reads the commits between the last one read and the branch head (as last
-// fetched or pushed), newest first and at most LedgerHistory of them: each event id goes
+// fetched or pushed), newest first and at most ledgerHistory of them: each event id goes
 // to the ledger, and each cluster a commit touched is read again from its record at the
 // head, or forgotten when its directory is gone (its delete completed). It returns the
 // number of commits read. A record the Reconciler replaced meanwhile is left alone: it is newer.
-func (f *Follower) CatchUp(ctx context.Context) (int, error) {
+func (f *follower) CatchUp(ctx context.Context) (int, error) {
 	snap, err := f.Repo.Snapshot()
 	if err != nil {
 		return 0, err
@@ -58,7 +96,7 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 	var ids []learned // newest first, as read
 	n := 0
 	err = snap.Walk(ctx, func(c gitrepo.CommitInfo) error {
-		if c.Hash.String() == f.head || n >= LedgerHistory {
+		if c.Hash.String() == f.head || n >= ledgerHistory {
 			return gitrepo.ErrStopWalk
 		}
 		n++
@@ -139,7 +177,7 @@ func (f *Follower) CatchUp(ctx context.Context) (int, error) {
 }
 
 // readRecordAt reads a cluster's record from the first root that holds its directory.
-func readRecordAt(t Tree, roots []string, namespace, stackID string) (data []byte, root string, ok bool, err error) {
+func readRecordAt(t gitrepo.Tree, roots []string, namespace, stackID string) (data []byte, root string, ok bool, err error) {
 	for _, root := range roots {
 		data, ok, err := t.ReadFile(path.Join(generator.ClusterDir(root, namespace, stackID), recordFile))
 		if err != nil || ok {
@@ -154,7 +192,7 @@ func readRecordAt(t Tree, roots []string, namespace, stackID string) (data []byt
 // newer: the record is left alone. (Under load "newer" is the usual answer; Contains
 // numbers a commit that continues the branch past head instead of walking back from head
 // through every commit of the clock skew.)
-func (f *Follower) newer(rev, head string, read map[string]bool) bool {
+func (f *follower) newer(rev, head string, read map[string]bool) bool {
 	if read[rev] {
 		return false
 	}

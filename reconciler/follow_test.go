@@ -10,6 +10,17 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
+// following returns the Reconciler of a replica whose repository is sink's, indexing into
+// clusters, with its history read (ReadHistory): its CatchUp reads what was committed after.
+func following(t *testing.T, p *reconciler.Pipeline, sink *reconciler.GitSink, clusters *reconciler.Clusters) *reconciler.Reconciler {
+	t.Helper()
+	r := &reconciler.Reconciler{Pipeline: p, Sink: sink, Clusters: clusters}
+	if _, err := r.ReadHistory(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // TestFollowerCatchesUp: a replica learns the events another replica committed — the
 // clusters with their revisions, the event ids for retries and reuse — and forgets a
 // cluster whose directory the other one removed; with nothing new it reads nothing.
@@ -22,9 +33,7 @@ func TestFollowerCatchesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &reconciler.Follower{Repo: b.Repo, Config: p.Config, Clusters: clusters, Ledger: reconciler.NewLedger()}
-	head, _ := b.Repo.Head()
-	f.Mark(head.String())
+	f := following(t, p, b, clusters)
 
 	create, resize := event(t, "01-prod-a-create.yaml"), event(t, "02-prod-a-resize-workers.yaml")
 	if _, err := a.Apply(ctx, p, create); err != nil {
@@ -48,10 +57,10 @@ func TestFollowerCatchesUp(t *testing.T) {
 	if !ok || rec.Event.ID != resize.ID || rec.Revision != out.Commit || rec.StackID != out.Plan.Result.ReleaseName || rec.Namespace != out.Plan.Result.Namespace {
 		t.Errorf("the cluster as the follower read it: %+v (ok %v); want event %s at %s", rec, ok, resize.ID, out.Commit)
 	}
-	if sum, ok, err := f.Ledger.Lookup(resize.ID, reconciler.Digest(resize)); !ok || err != nil || sum.Revision != out.Commit {
+	if sum, ok, err := f.Lookup(resize.ID, reconciler.Digest(resize)); !ok || err != nil || sum.Revision != out.Commit {
 		t.Errorf("a retry of the other replica's event: %+v %v %v", sum, ok, err)
 	}
-	if _, _, err := f.Ledger.Lookup(create.ID, "sha256:other"); !errors.Is(err, reconciler.ErrIdempotencyConflict) {
+	if _, _, err := f.Lookup(create.ID, "sha256:other"); !errors.Is(err, reconciler.ErrIdempotencyConflict) {
 		t.Errorf("the other replica's id with another body: %v", err)
 	}
 	if n, err := f.CatchUp(ctx); n != 0 || err != nil {
@@ -102,6 +111,15 @@ func TestFollowerCatchesUp(t *testing.T) {
 	}
 }
 
+// TestCatchUpNeedsHistory: a reconciler that never read its history has no head to read
+// on from, and says so rather than reading nothing.
+func TestCatchUpNeedsHistory(t *testing.T) {
+	t.Parallel()
+	if n, err := (&reconciler.Reconciler{}).CatchUp(context.Background()); n != 0 || err == nil {
+		t.Errorf("CatchUp before ReadHistory: %d commits read, %v; want an error", n, err)
+	}
+}
+
 // TestFollowerKeepsRevisions: an event without an id keeps the commit that carried it, on
 // the replica that committed it (whose record the follower then finds indexed already)
 // and on another one (which takes the newest commit of that event).
@@ -110,13 +128,10 @@ func TestFollowerKeepsRevisions(t *testing.T) {
 	p, a, dir := created(t)
 	ctx := context.Background()
 	own := reconciler.NewClusters()
-	fa := &reconciler.Follower{Repo: a.Repo, Config: p.Config, Clusters: own, Ledger: reconciler.NewLedger()}
-	head, _ := a.Repo.Head()
-	fa.Mark(head.String())
+	fa := following(t, p, a, own)
 	b := replica(t, dir)
 	others := reconciler.NewClusters()
-	fb := &reconciler.Follower{Repo: b.Repo, Config: p.Config, Clusters: others, Ledger: reconciler.NewLedger()}
-	fb.Mark(head.String())
+	fb := following(t, p, b, others)
 
 	resize := event(t, "02-prod-a-resize-workers.yaml")
 	resize.ID = ""
@@ -152,9 +167,7 @@ func TestFollowerTombstones(t *testing.T) {
 	b := replica(t, dir)
 	ctx := context.Background()
 	clusters := reconciler.NewClusters()
-	f := &reconciler.Follower{Repo: b.Repo, Config: p.Config, Clusters: clusters, Ledger: reconciler.NewLedger()}
-	head, _ := b.Repo.Head()
-	f.Mark(head.String())
+	f := following(t, p, b, clusters)
 
 	create, del := event(t, "01-prod-a-create.yaml"), event(t, "08-prod-a-delete.yaml")
 	uuid := create.Cluster.UUID

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,16 @@ func (t mapTree) ListDir(dir string) ([]string, error) {
 	}
 	return names, nil
 }
+func (t mapTree) ListFiles(dir string) ([]string, error) {
+	var files []string
+	for p := range t {
+		if dir == "." || strings.HasPrefix(p, dir+"/") {
+			files = append(files, p)
+		}
+	}
+	slices.Sort(files)
+	return files, nil
+}
 
 // written renders ev with p and plans it against an empty repository: the result, the
 // plan, and a repository that holds what the plan wrote.
@@ -38,7 +49,7 @@ func written(t testing.TB, p *reconciler.Pipeline, ev *v1alpha1.ClusterEvent) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := p.Plan(ev, res, reconciler.EmptyTree{})
+	pl, err := p.Plan(ev, res, nil) // nil: an empty repository
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,15 +119,15 @@ func (o *Written) setResult(gr *gitrepo.Result) {
 func (s *GitSink) reviewBranch(ev *v1alpha1.ClusterEvent, stackID string) (string, error) {
 	t, err := template.New("branch").Option("missingkey=error").Parse(s.ReviewBranch)
 	if err != nil {
-		return "", &Error{Kind: KindInvalid, Step: "commit", Err: &v1alpha1.FieldError{Field: "git.review.branch_template", Message: err.Error()}}
+		return "", &failure{Kind: KindInvalid, Step: "commit", Err: &v1alpha1.FieldError{Field: "git.review.branch_template", Message: err.Error()}}
 	}
 	var b bytes.Buffer
 	vars := branchVars{StackID: stackID, EventID: cmp.Or(ev.ID, string(ev.Operation)), ClusterUUID: ev.Cluster.UUID, Operation: string(ev.Operation)}
 	if err := t.Execute(&b, vars); err != nil {
-		return "", &Error{Kind: KindInvalid, Step: "commit", Err: &v1alpha1.FieldError{Field: "git.review.branch_template", Message: err.Error()}}
+		return "", &failure{Kind: KindInvalid, Step: "commit", Err: &v1alpha1.FieldError{Field: "git.review.branch_template", Message: err.Error()}}
 	}
 	if b.Len() == 0 {
-		return "", &Error{Kind: KindInvalid, Step: "commit", Err: &v1alpha1.FieldError{Field: "git.review.branch_template", Message: fmt.Sprintf("renders to an empty branch name for event %q", ev.ID)}}
+		return "", &failure{Kind: KindInvalid, Step: "commit", Err: &v1alpha1.FieldError{Field: "git.review.branch_template", Message: fmt.Sprintf("renders to an empty branch name for event %q", ev.ID)}}
 	}
 	return b.String(), nil
 }

@@ -25,7 +25,7 @@ var ErrIdempotencyConflict = errors.New("event id already used for a different e
 // the first commit that carried it answers every retry of it, with no second commit; the
 // same id with another body is ErrIdempotencyConflict. The rule is applied to what is
 // known of Git where it is known, each a view of the same trailers and records:
-//   - replayed, in a reconcile's prologue: the Ledger (the answers of this process and the
+//   - replayed, in a reconcile's prologue: the ledger (the answers of this process and the
 //     trailers of the history it read) and the ids of the operations reconciled with it;
 //   - checkReusedID, in the plan, on the tree the commit follows: the record of the
 //     cluster's last event, which another replica may have committed after this one last
@@ -43,12 +43,12 @@ var errCarried = errors.New("the branch carries this event already")
 // carried answers an operation whose plan found its event on the branch (errCarried) the
 // way replayed answers one the ledger knows: the first commit that carried the id, marked
 // Replayed. The ledger answers when it learned that commit since; otherwise the history
-// does (the oldest commit, of the newest LedgerHistory, whose Magnum-Event-ID trailer
+// does (the oldest commit, of the newest ledgerHistory, whose Magnum-Event-ID trailer
 // names the id), and the ledger learns it. A history too shallow to hold it still answers
 // "committed", with no revision.
 func (r *Reconciler) carried(op *operation) Summary {
-	if r.Ledger != nil {
-		if sum, ok, err := r.Ledger.Lookup(op.ev.ID, op.digest); err == nil && ok && sum.Revision != "" {
+	if r.ledger != nil {
+		if sum, ok, err := r.ledger.Lookup(op.ev.ID, op.digest); err == nil && ok && sum.Revision != "" {
 			sum.Replayed, sum.Timings = true, Timings{}
 			return sum
 		}
@@ -57,7 +57,7 @@ func (r *Reconciler) carried(op *operation) Summary {
 	var first *gitrepo.CommitInfo
 	n := 0
 	_ = r.Sink.Repo.Walk(context.Background(), func(c gitrepo.CommitInfo) error {
-		if n++; n > LedgerHistory {
+		if n++; n > ledgerHistory {
 			return gitrepo.ErrStopWalk
 		}
 		if id, ok := c.Trailer(trailerEventID); ok && id == op.ev.ID {
@@ -67,8 +67,8 @@ func (r *Reconciler) carried(op *operation) Summary {
 	})
 	if first != nil {
 		sum = summaryOf(op.ev.ID, *first)
-		if digest, ok := first.Trailer(trailerEventDigest); ok && r.Ledger != nil {
-			r.Ledger.learn(op.ev.ID, digest, *first)
+		if digest, ok := first.Trailer(trailerEventDigest); ok && r.ledger != nil {
+			r.ledger.learn(op.ev.ID, digest, *first)
 		}
 	}
 	sum.Replayed = true
@@ -79,8 +79,8 @@ func (r *Reconciler) carried(op *operation) Summary {
 // time (marked Replayed: nothing was done now), or a conflict when the body differs from
 // the one the id was answered with, or from another operation of the group under it.
 func (r *Reconciler) replayed(op *operation, seen map[string]string) (Summary, bool) {
-	if r.Ledger != nil {
-		if sum, ok, err := r.Ledger.Lookup(op.ev.ID, op.digest); err != nil {
+	if r.ledger != nil {
+		if sum, ok, err := r.ledger.Lookup(op.ev.ID, op.digest); err != nil {
 			return NewSummary(op.ev, nil, err), true
 		} else if ok {
 			sum.Replayed, sum.Timings = true, Timings{}
@@ -89,7 +89,7 @@ func (r *Reconciler) replayed(op *operation, seen map[string]string) (Summary, b
 	}
 	if id := op.ev.ID; id != "" {
 		if d, ok := seen[id]; ok && d != op.digest {
-			return NewSummary(op.ev, nil, &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", id, ErrIdempotencyConflict)}), true
+			return NewSummary(op.ev, nil, &failure{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", id, ErrIdempotencyConflict)}), true
 		}
 		seen[id] = op.digest
 	}
@@ -108,12 +108,14 @@ func eventDigest(ev *v1alpha1.ClusterEvent) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Ledger remembers which event ids were answered with what, so a retried POST gets the
+// ledger remembers which event ids were answered with what, so a retried POST gets the
 // same answer and no second commit. It is rebuilt from the commit trailers after a restart
-// (LoadLedger), so the promise survives the process. It holds the newest LedgerHistory ids,
-// about the horizon a restart reads back (the ids of the newest LedgerHistory commits), so
-// a long-running service answers a retry much as a restarted one would, in bounded memory.
-type Ledger struct {
+// (loadLedger, through Reconciler.ReadHistory), so the promise survives the process. It
+// holds the newest ledgerHistory ids, about the horizon a restart reads back (the ids of
+// the newest ledgerHistory commits), so a long-running service answers a retry much as a
+// restarted one would, in bounded memory. Only the Reconciler and its follower use it: no
+// caller names it.
+type ledger struct {
 	mu      sync.Mutex
 	entries map[string]ledgerEntry
 	// order holds the ids oldest first; the oldest leaves when there are more than max.
@@ -126,13 +128,12 @@ type ledgerEntry struct {
 	summary Summary
 }
 
-// NewLedger returns an empty ledger that holds the newest LedgerHistory ids.
-func NewLedger() *Ledger { return newLedger(LedgerHistory) }
-
-func newLedger(limit int) *Ledger { return &Ledger{entries: map[string]ledgerEntry{}, max: limit} }
+// newLedger returns an empty ledger that holds the newest limit ids (ledgerHistory but in
+// tests).
+func newLedger(limit int) *ledger { return &ledger{entries: map[string]ledgerEntry{}, max: limit} }
 
 // set records an id's entry, the newest; the oldest id leaves beyond max. l.mu is held.
-func (l *Ledger) set(id string, e ledgerEntry) {
+func (l *ledger) set(id string, e ledgerEntry) {
 	if _, ok := l.entries[id]; !ok {
 		l.order = append(l.order, id)
 		if len(l.order) > l.max {
@@ -146,7 +147,7 @@ func (l *Ledger) set(id string, e ledgerEntry) {
 
 // Lookup returns the summary recorded for an event id. ok is false for an unknown id; an
 // id recorded with another digest returns ErrIdempotencyConflict.
-func (l *Ledger) Lookup(id, digest string) (Summary, bool, error) {
+func (l *ledger) Lookup(id, digest string) (Summary, bool, error) {
 	if id == "" {
 		return Summary{}, false, nil
 	}
@@ -157,13 +158,13 @@ func (l *Ledger) Lookup(id, digest string) (Summary, bool, error) {
 	case !ok:
 		return Summary{}, false, nil
 	case e.digest != digest:
-		return Summary{}, true, &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", id, ErrIdempotencyConflict)}
+		return Summary{}, true, &failure{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", id, ErrIdempotencyConflict)}
 	}
 	return e.summary, true, nil
 }
 
 // Put records a successful answer.
-func (l *Ledger) Put(id, digest string, s Summary) {
+func (l *ledger) Put(id, digest string, s Summary) {
 	if id == "" {
 		return
 	}
@@ -173,24 +174,26 @@ func (l *Ledger) Put(id, digest string, s Summary) {
 }
 
 // Len counts the recorded ids.
-func (l *Ledger) Len() int {
+func (l *ledger) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.entries)
 }
 
-// LedgerHistory bounds how far back LoadLedger reads: retries come within minutes.
-const LedgerHistory = 20000
+// ledgerHistory bounds how far back loadLedger reads: retries come within minutes. The
+// history serve clones by default (config.DefaultHistory) reaches as far back
+// (TestDefaultHistoryIsWhatTheLedgerReads).
+const ledgerHistory = 20000
 
-// LoadLedger rebuilds the ledger from the commit trailers of the newest LedgerHistory
+// loadLedger rebuilds the ledger from the commit trailers of the newest ledgerHistory
 // commits, so that after a restart a retried event id is answered with the commit that
 // carried it, and an id reused with another body is still refused.
-func LoadLedger(ctx context.Context, repo *gitrepo.Repo) (*Ledger, error) {
-	l := NewLedger()
+func loadLedger(ctx context.Context, repo *gitrepo.Repo) (*ledger, error) {
+	l := newLedger(ledgerHistory)
 	n := 0
 	var newestFirst []string
 	err := repo.Walk(ctx, func(c gitrepo.CommitInfo) error {
-		if n++; n > LedgerHistory {
+		if n++; n > ledgerHistory {
 			return gitrepo.ErrStopWalk
 		}
 		id, ok1 := c.Trailer(trailerEventID)
@@ -212,7 +215,7 @@ func LoadLedger(ctx context.Context, repo *gitrepo.Repo) (*Ledger, error) {
 
 // learn records an event id read from a commit made elsewhere, unless it is known: the
 // first commit that carried an id answers its retries.
-func (l *Ledger) learn(id, digest string, c gitrepo.CommitInfo) {
+func (l *ledger) learn(id, digest string, c gitrepo.CommitInfo) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e, ok := l.entries[id]; ok && e.summary.Revision != "" {
@@ -233,7 +236,7 @@ func summaryOf(id string, c gitrepo.CommitInfo) Summary {
 }
 
 // Revision returns the commit recorded for an event id.
-func (l *Ledger) Revision(id string) string {
+func (l *ledger) Revision(id string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.entries[id].summary.Revision
@@ -244,7 +247,7 @@ func (l *Ledger) Revision(id string) string {
 // only when it next reads the history, but base is what the commit will follow, so this
 // holds across replicas for a cluster's last event. A record of the same event (a retry)
 // passes, and the plan then finds nothing to change.
-func checkReusedID(base Tree, record string, ev *v1alpha1.ClusterEvent) error {
+func checkReusedID(base gitrepo.Tree, record string, ev *v1alpha1.ClusterEvent) error {
 	if ev.ID == "" {
 		return nil
 	}
@@ -271,7 +274,7 @@ func checkReusedID(base Tree, record string, ev *v1alpha1.ClusterEvent) error {
 	if sameEvent(rec, want) {
 		return errCarried // a retry, recorded in an older encoding
 	}
-	return &Error{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", ev.ID, ErrIdempotencyConflict)}
+	return &failure{Kind: KindConflict, Step: "accept", Err: fmt.Errorf("event %q: %w", ev.ID, ErrIdempotencyConflict)}
 }
 
 // plainID reports whether an id is written as is in YAML (letters, digits, '-', '_', '.',

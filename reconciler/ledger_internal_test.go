@@ -3,6 +3,8 @@ package reconciler
 import (
 	"fmt"
 	"testing"
+
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 )
 
 // TestLedgerBounded: a long-running ledger keeps the newest ids, as many as a restart
@@ -25,5 +27,15 @@ func TestLedgerBounded(t *testing.T) {
 		if want := i >= 2; ok != want {
 			t.Errorf("ev-%d known = %v, want %v", i, ok, want)
 		}
+	}
+}
+
+// TestDefaultHistoryIsWhatTheLedgerReads: the history serve clones by default reaches as
+// far back as the ledger reads after a start, and no further: fetching more would cost
+// every start without any reader using it.
+func TestDefaultHistoryIsWhatTheLedgerReads(t *testing.T) {
+	t.Parallel()
+	if got, want := config.DefaultHistory.MaxCommits, ledgerHistory; got != want {
+		t.Errorf("config.DefaultHistory.MaxCommits = %d, ledgerHistory = %d: they must agree", got, want)
 	}
 }

@@ -9,9 +9,9 @@ import (
 )
 
 // Pipeline runs the steps of one event up to the repository change: decode, resolve,
-// render, encode Secrets, and diff against what a Tree holds. Its only state between
-// events is the Gate's memory of what it serialised, so one Pipeline serves concurrent
-// callers.
+// render, encode Secrets, and diff against what a gitrepo.Tree holds. Its only state
+// between events is the Gate's memory of what it serialised, so one Pipeline serves
+// concurrent callers.
 type Pipeline struct {
 	// Config is the site's configuration, validated where it was loaded.
 	Config *generator.Site

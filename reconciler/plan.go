@@ -39,20 +39,24 @@ func (pl *Plan) NoOp() bool { return len(pl.Changes) == 0 }
 // Paths returns the changed paths, sorted.
 func (pl *Plan) Paths() []string { return slices.Sorted(maps.Keys(pl.Changes)) }
 
-// Plan runs the encode and diff steps for a rendered event against what tree holds. An
-// event for a cluster whose record says it was adopted is rendered again as adopted
-// (inherit): the plan's Event and Result are then that event's.
+// Plan runs the encode and diff steps for a rendered event against what tree holds; a nil
+// tree holds nothing, so that every file is new (render plans so). An event for a cluster
+// whose record says it was adopted is rendered again as adopted (inherit): the plan's
+// Event and Result are then that event's.
 //
 // An event that moves Kubernetes while an upgrade chain is under way (the tree's
 // HelmRelease deploys a step of it) is refused with errUpgradeInProgress: only the
 // reconciler's upgrade step moves a chain on, once Cluster API rolled out its last step.
-func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree Tree) (*Plan, error) {
+func (p *Pipeline) Plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree gitrepo.Tree) (*Plan, error) {
+	if tree == nil {
+		tree = emptyTree{}
+	}
 	return p.plan(ev, res, tree, false)
 }
 
 // plan is Plan; chained says the caller is the upgrade step, which found the deployed
 // version rolled out.
-func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree Tree, chained bool) (*Plan, error) {
+func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree gitrepo.Tree, chained bool) (*Plan, error) {
 	dir := generator.ClusterDir(res.Root, res.Namespace, res.ReleaseName)
 	if err := p.checkMove(res, tree); err != nil {
 		return nil, err
@@ -164,7 +168,7 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree T
 
 // addRecord keeps the event's record beside the manifests, with the cluster's suspension
 // (nil: none), and removes it with them.
-func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, susp *Suspension, res *generator.Result, fs *generator.FileSet, tree Tree) error {
+func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, susp *Suspension, res *generator.Result, fs *generator.FileSet, tree gitrepo.Tree) error {
 	f := recordPath(res)
 	if slices.Contains(fs.Deletes, path.Join(path.Dir(f), generator.KustomizationFile)) {
 		fs.Deletes = append(fs.Deletes, f)
@@ -187,7 +191,7 @@ func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, susp *Suspension, res *g
 // under the new path, the cluster would be created a second time by the other management
 // cluster while the first kept it. Moving a cluster between management clusters is
 // clusterctl move, outside the repository.
-func (p *Pipeline) checkMove(res *generator.Result, tree Tree) error {
+func (p *Pipeline) checkMove(res *generator.Result, tree gitrepo.Tree) error {
 	cfg := p.Config
 	if len(cfg.ManagementClusters) == 0 {
 		return nil

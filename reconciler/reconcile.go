@@ -11,7 +11,7 @@ import (
 )
 
 // errShuttingDown is the answer to events that arrive after the reconciler stopped.
-var errShuttingDown = &Error{Kind: KindRetry, Step: "accept", Err: errors.New("shutting down")}
+var errShuttingDown = &failure{Kind: KindRetry, Step: "accept", Err: errors.New("shutting down")}
 
 // Reconciler brings each cluster's directory in Git to what Magnum asked of it, the way a
 // Flux or Cluster API controller reconciles an object. Event sources (the HTTP API, the
@@ -24,12 +24,11 @@ var errShuttingDown = &Error{Kind: KindRetry, Step: "accept", Err: errors.New("s
 type Reconciler struct {
 	Pipeline *Pipeline
 	Sink     *GitSink
-	// Ledger answers retried event ids; Clusters learns every applied event. Both optional.
-	Ledger   *Ledger
+	// Clusters learns every applied event; optional, but ReadHistory needs it.
 	Clusters *Clusters
 	// MaxGroup and MaxWait bound a group: clusters with at most MaxGroup operations
 	// together (one cluster at least), collected for at most MaxWait after the first one
-	// (defaults DefaultMaxGroup and 20ms).
+	// (defaults 100 and 20ms; defaultMaxGroup says why 100).
 	MaxGroup int
 	MaxWait  time.Duration
 	// GroupTimeout bounds a group's commits and push, retries included (default 2m): its
@@ -48,20 +47,25 @@ type Reconciler struct {
 
 	desired *desired
 	done    chan struct{}
+	// ledger answers retried event ids; follower reads the commits of the other replicas
+	// into it and into Clusters. ReadHistory sets both; without it, a retry is told from
+	// Git alone (checkReusedID, carried), and CatchUp refuses.
+	ledger   *ledger
+	follower *follower
 	// removals are the commits that removed deleted clusters' Secret files, by UUID, until
 	// their delete is done (delete.go).
 	removals sync.Map
 }
 
-// DefaultMaxGroup bounds a group's operations unless MaxGroup says otherwise: enough that a
+// defaultMaxGroup bounds a group's operations unless MaxGroup says otherwise: enough that a
 // burst, or a new chart version rolling through a fleet, costs few pushes; few enough that
 // a group's changes stay a small part of serve's memory.
-const DefaultMaxGroup = 100
+const defaultMaxGroup = 100
 
 // Start prepares the reconciler; Run must then be called.
 func (r *Reconciler) Start() {
 	if r.MaxGroup <= 0 {
-		r.MaxGroup = DefaultMaxGroup
+		r.MaxGroup = defaultMaxGroup
 	}
 	if r.MaxWait <= 0 {
 		r.MaxWait = 20 * time.Millisecond
@@ -78,7 +82,7 @@ func (r *Reconciler) Start() {
 
 // Submit records an operation of a cluster, queues the cluster and waits for the answer.
 // It returns early with a retry Summary when ctx ends first; the operation may still be
-// committed, which a retry with the same id then finds in the Ledger.
+// committed, which a retry with the same id then finds in the ledger.
 func (r *Reconciler) Submit(ctx context.Context, ev *v1alpha1.ClusterEvent) Summary {
 	op := &operation{ctx: ctx, ev: ev, digest: eventDigest(ev), at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
 	if !r.desired.put(op) {
@@ -126,7 +130,7 @@ func (r *Reconciler) Resync(ctx context.Context, records []*ResyncRecord) []Summ
 	ops := make([]*operation, len(records))
 	for i, rec := range records {
 		if rec == nil || rec.Event == nil {
-			sums[i] = NewSummary(nil, nil, &Error{Kind: KindInvalid, Step: "accept", Err: errors.New("resync: no record")})
+			sums[i] = NewSummary(nil, nil, &failure{Kind: KindInvalid, Step: "accept", Err: errors.New("resync: no record")})
 			continue
 		}
 		ops[i] = &operation{ctx: ctx, ev: rec.Event, resync: rec, at: r.Now(), arrived: time.Now(), answer: make(chan Summary, 1)}
@@ -309,8 +313,8 @@ func (r *Reconciler) summarize(sc *scope) {
 		}
 		sum := NewSummary(op.ev, sc.outs[i], sc.errs[i])
 		if sc.errs[i] == nil && op.resync == nil {
-			if r.Ledger != nil {
-				r.Ledger.Put(op.ev.ID, op.digest, sum)
+			if r.ledger != nil {
+				r.ledger.Put(op.ev.ID, op.digest, sum)
 			}
 			if r.Clusters != nil {
 				r.Clusters.Observe(op.ev, sum, op.at)

@@ -97,7 +97,7 @@ func TestReconcile(t *testing.T) {
 			cfg := generator.DefaultConfig()
 			var groups []GroupStats
 			r := &Reconciler{Pipeline: &Pipeline{Config: generator.MustSite(cfg), Secrets: SecretPolicy{Plaintext: true}},
-				Sink: &GitSink{Repo: repo}, Ledger: NewLedger()}
+				Sink: &GitSink{Repo: repo}, ledger: newLedger(ledgerHistory)}
 			r.Start()
 			var carrier string // the commit that carried before's events
 			reconcile := func(subs []submit) []string {
@@ -130,7 +130,7 @@ func TestReconcile(t *testing.T) {
 				carrier = strings.TrimSpace(remote.Git(dir, "rev-parse", "main"))
 			}
 			if tt.forget {
-				r.Ledger = NewLedger()
+				r.ledger = newLedger(ledgerHistory)
 			}
 			head := strings.TrimSpace(remote.Git(dir, "rev-parse", "main"))
 			pushesBefore := len(strings.Fields(remote.Git(dir, "reflog", "show", "--format=%H", "main")))

@@ -44,7 +44,7 @@ func (c CABundle) Resolve(_ context.Context, ev *v1alpha1.ClusterEvent) error {
 	if c.File != "" {
 		b, err := os.ReadFile(c.File)
 		if err != nil {
-			return &Error{Kind: KindInvalid, Step: "resolve", Err: &v1alpha1.FieldError{Field: "magnum.drivers.openstack_ca_file", Message: fmt.Sprint(err)}}
+			return &failure{Kind: KindInvalid, Step: "resolve", Err: &v1alpha1.FieldError{Field: "magnum.drivers.openstack_ca_file", Message: fmt.Sprint(err)}}
 		}
 		s.CABundle = v1alpha1.Sensitive(b)
 		return nil

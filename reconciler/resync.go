@@ -33,7 +33,8 @@ type ResyncOptions struct {
 	// they run, so that a resync holds about InFlight+1 batches of records however many
 	// clusters there are. An error stops the resync.
 	Queue func(ctx context.Context, records []*ResyncRecord) error
-	// Batch bounds the records of one Queue call (DefaultMaxGroup when 0): a push's worth.
+	// Batch bounds the records of one Queue call (100, a Reconciler's default MaxGroup, when
+	// 0): a push's worth.
 	Batch int
 	// InFlight is how many Queue calls may run at once (1 when 0), each with its own
 	// batch; more than one needs a Queue safe for concurrent calls.
@@ -76,11 +77,11 @@ type resyncRead struct {
 // a resync of these settings last found it as rendered (Gate.isSettled). It renders
 // nothing: each cluster's reconcile renders its record again (PlanResync) and commits what
 // moved, one reviewable change per cluster, after an upgrade of magnum-gitops.
-func (p *Pipeline) ResyncRecords(ctx context.Context, repo FileLister, o ResyncOptions) error {
+func (p *Pipeline) ResyncRecords(ctx context.Context, repo gitrepo.Tree, o ResyncOptions) error {
 	if o.Queue == nil {
-		return &Error{Kind: KindInvalid, Step: "resync", Err: errors.New("no Queue to hand the records to")}
+		return &failure{Kind: KindInvalid, Step: "resync", Err: errors.New("no Queue to hand the records to")}
 	}
-	batch := cmp.Or(o.Batch, DefaultMaxGroup)
+	batch := cmp.Or(o.Batch, defaultMaxGroup)
 	// Every record is read from one commit, and the gate's hashes are that commit's.
 	if r, ok := repo.(interface {
 		Snapshot() (*gitrepo.Snapshot, error)
@@ -158,7 +159,7 @@ func (p *Pipeline) ResyncRecords(ctx context.Context, repo FileLister, o ResyncO
 // settled whose event sel keeps (nil: all), in record order. A record that does not decode is told to refused, when set,
 // and skipped. The files are read one after the other (the object store has one lock),
 // and decoded side by side: decoding is most of reading a record.
-func (p *Pipeline) readWindow(ctx context.Context, repo FileLister, records []string, read *resyncRead, refused func(string, error), sel func(*v1alpha1.ClusterEvent) bool) ([]*ResyncRecord, error) {
+func (p *Pipeline) readWindow(ctx context.Context, repo gitrepo.Tree, records []string, read *resyncRead, refused func(string, error), sel func(*v1alpha1.ClusterEvent) bool) ([]*ResyncRecord, error) {
 	var recs []*ResyncRecord
 	for _, f := range records {
 		if err := ctx.Err(); err != nil {
@@ -198,7 +199,7 @@ func (p *Pipeline) readWindow(ctx context.Context, repo FileLister, records []st
 
 // records lists the record files under the clusters' roots: from the gate's hashes when
 // it walked the tree already (in path order), else by listing it (in Git's tree order).
-func (p *Pipeline) records(repo FileLister, read *resyncRead) ([]string, error) {
+func (p *Pipeline) records(repo gitrepo.Tree, read *resyncRead) ([]string, error) {
 	var records []string
 	if read != nil {
 		for f := range read.hashes {
@@ -226,7 +227,7 @@ func (p *Pipeline) records(repo FileLister, read *resyncRead) ([]string, error) 
 // readForGate reads, when p has a Gate and repo is one commit that can hash its paths,
 // that commit, the hash of every path under the clusters' roots and the digest of p's
 // settings; nil otherwise.
-func (p *Pipeline) readForGate(repo FileLister) (*resyncRead, error) {
+func (p *Pipeline) readForGate(repo gitrepo.Tree) (*resyncRead, error) {
 	h, ok := repo.(interface {
 		Hashes(dir string) (map[string]string, error)
 		Commit() plumbing.Hash
@@ -274,7 +275,7 @@ func (p *Pipeline) settings() ([sha256.Size]byte, error) {
 
 // readData reads one record, undecoded; nil when its directory is settled (read says so)
 // or the record is gone.
-func (p *Pipeline) readData(repo FileLister, f string, read *resyncRead) (*ResyncRecord, error) {
+func (p *Pipeline) readData(repo gitrepo.Tree, f string, read *resyncRead) (*ResyncRecord, error) {
 	if read != nil && p.Gate.IsSettled(read.key(path.Dir(f)), read.hashes) {
 		return nil, nil
 	}
@@ -299,7 +300,7 @@ func (r *resyncRead) key(dir string) [sha256.Size]byte {
 // moves it), or tree holds another record than the one read (an event committed since is
 // newer, and committing the old record would undo it). The reconcile of the cluster calls
 // it on the tree its commit follows; resync --dry-run on the commit it read.
-func (p *Pipeline) PlanResync(ctx context.Context, rec *ResyncRecord, tree Tree) (*Plan, error) {
+func (p *Pipeline) PlanResync(ctx context.Context, rec *ResyncRecord, tree gitrepo.Tree) (*Plan, error) {
 	cur, ok, err := tree.ReadFile(rec.Path)
 	if err != nil {
 		return nil, stepError("read", err)
@@ -329,7 +330,7 @@ func (p *Pipeline) PlanResync(ctx context.Context, rec *ResyncRecord, tree Tree)
 // settle tells the Gate that a record's directory renders to what it holds, when tree is
 // the commit the resync read (whose hashes it has): the next resync of these settings
 // skips it, unread, while it and the other paths its plan covers stay as they are.
-func (p *Pipeline) settle(rec *ResyncRecord, pl *Plan, tree Tree) {
+func (p *Pipeline) settle(rec *ResyncRecord, pl *Plan, tree gitrepo.Tree) {
 	if p.Gate == nil || rec.read == nil {
 		return
 	}

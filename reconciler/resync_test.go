@@ -223,7 +223,7 @@ func TestResyncTornRead(t *testing.T) {
 	}
 }
 
-// tornLister reads the live branch, as a FileLister without snapshots does, and lets an
+// tornLister reads the live branch, as a gitrepo.Tree without snapshots does, and lets an
 // event land right after resync read a record: the plan is then diffed against a newer
 // head than the record came from.
 type tornLister struct {
@@ -256,7 +256,7 @@ func fleet(t *testing.T) (*reconciler.Pipeline, *reconciler.GitSink) {
 }
 
 // resyncRecords collects every record a resync queues.
-func resyncRecords(ctx context.Context, p *reconciler.Pipeline, repo reconciler.FileLister) ([]*reconciler.ResyncRecord, error) {
+func resyncRecords(ctx context.Context, p *reconciler.Pipeline, repo gitrepo.Tree) ([]*reconciler.ResyncRecord, error) {
 	var records []*reconciler.ResyncRecord
 	err := p.ResyncRecords(ctx, repo, reconciler.ResyncOptions{Queue: func(_ context.Context, recs []*reconciler.ResyncRecord) error {
 		records = append(records, recs...)
@@ -273,7 +273,7 @@ type resyncPlan struct {
 
 // resyncPlans plans every record a resync queues on repo, as resync --dry-run does, and
 // returns the plans that change something.
-func resyncPlans(ctx context.Context, p *reconciler.Pipeline, repo reconciler.FileLister) ([]resyncPlan, error) {
+func resyncPlans(ctx context.Context, p *reconciler.Pipeline, repo gitrepo.Tree) ([]resyncPlan, error) {
 	records, err := resyncRecords(ctx, p, repo)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 )
@@ -41,7 +42,7 @@ func (sp SecretPolicy) encoder(res *generator.Result, existing func(string) ([]b
 
 // gated wraps the encoder of res's Secrets in the gate: a Secret the tree already holds
 // in the file the encoder would write keeps that file.
-func (sp SecretPolicy) gated(g *gate.Gate, enc generator.SecretEncoder, dir string, tree Tree) generator.SecretEncoder {
+func (sp SecretPolicy) gated(g *gate.Gate, enc generator.SecretEncoder, dir string, tree gitrepo.Tree) generator.SecretEncoder {
 	suffix := ".yaml"
 	if sp.Encrypter != nil {
 		suffix = sopsenc.FileSuffix

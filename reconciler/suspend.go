@@ -43,7 +43,7 @@ func (r SuspendRequest) want() *Suspension {
 // a review branch holds the change already, nothing is committed: the Written is NoOp.
 func (s *GitSink) Suspend(ctx context.Context, p *Pipeline, rec *ResyncRecord, req SuspendRequest) (*Written, error) {
 	if rec == nil || rec.Event == nil {
-		return nil, &Error{Kind: KindInvalid, Step: "accept", Err: errors.New("suspend: no record")}
+		return nil, &failure{Kind: KindInvalid, Step: "accept", Err: errors.New("suspend: no record")}
 	}
 	if err := req.check(); err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func (s *GitSink) Suspend(ctx context.Context, p *Pipeline, rec *ResyncRecord, r
 // else to change. The plan is NoOp when the record already says what req asks (a
 // suspended cluster stays suspended with its first reason). A cluster whose record is gone,
 // or whose directory deploys nothing (it is being deleted), is refused as invalid.
-func (p *Pipeline) PlanSuspend(record string, req SuspendRequest, tree Tree) (*Plan, error) {
+func (p *Pipeline) PlanSuspend(record string, req SuspendRequest, tree gitrepo.Tree) (*Plan, error) {
 	if err := req.check(); err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (p *Pipeline) PlanSuspend(record string, req SuspendRequest, tree Tree) (*P
 		return nil, stepError("read", err)
 	}
 	if !ok {
-		return nil, &Error{Kind: KindInvalid, Step: "read", Err: fmt.Errorf("%s: no such record: the cluster was deleted", record)}
+		return nil, &failure{Kind: KindInvalid, Step: "read", Err: fmt.Errorf("%s: no such record: the cluster was deleted", record)}
 	}
 	ev, have, err := decodeRecord(data)
 	if err != nil {
@@ -119,10 +119,10 @@ func (p *Pipeline) PlanSuspend(record string, req SuspendRequest, tree Tree) (*P
 		return nil, stepError("read", err)
 	}
 	if !ok {
-		return nil, &Error{Kind: KindInvalid, Step: "read", Err: p.noDeployFile(dir, tree)}
+		return nil, &failure{Kind: KindInvalid, Step: "read", Err: p.noDeployFile(dir, tree)}
 	}
 	if file, err = generator.SetSuspended(file, want != nil); err != nil {
-		return nil, &Error{Kind: KindInvalid, Step: "encode", Err: fmt.Errorf("%s: %w", deploy, err)}
+		return nil, &failure{Kind: KindInvalid, Step: "encode", Err: fmt.Errorf("%s: %w", deploy, err)}
 	}
 	rec, err := encodeSuspendedRecord(ev, want)
 	if err != nil {
@@ -144,7 +144,7 @@ func (p *Pipeline) PlanSuspend(record string, req SuspendRequest, tree Tree) (*P
 
 // noDeployFile says why a cluster directory holds no deploy file of the configured
 // format: the cluster is being deleted, or the directory was written in the other one.
-func (p *Pipeline) noDeployFile(dir string, tree Tree) error {
+func (p *Pipeline) noDeployFile(dir string, tree gitrepo.Tree) error {
 	other, field := generator.HelmReleaseFile, "format: argo"
 	if p.Config.Format != generator.FormatArgo {
 		other, field = generator.ApplicationFile, "format: flux"
@@ -165,9 +165,9 @@ func (rec *ResyncRecord) Suspended() *Suspension { return recordSuspension(rec.D
 func (r SuspendRequest) check() error {
 	switch {
 	case strings.IndexFunc(r.Reason, unicode.IsControl) >= 0:
-		return &Error{Kind: KindInvalid, Step: "accept", Err: errors.New("reason: one line of text, without control characters")}
+		return &failure{Kind: KindInvalid, Step: "accept", Err: errors.New("reason: one line of text, without control characters")}
 	case len(r.Reason) > maxReasonLen:
-		return &Error{Kind: KindInvalid, Step: "accept", Err: fmt.Errorf("reason: %d bytes, at most %d", len(r.Reason), maxReasonLen)}
+		return &failure{Kind: KindInvalid, Step: "accept", Err: fmt.Errorf("reason: %d bytes, at most %d", len(r.Reason), maxReasonLen)}
 	}
 	return nil
 }

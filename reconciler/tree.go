@@ -1,19 +1,23 @@
 package reconciler
 
-// Tree reads the repository a change is planned against: a Git commit (a gitrepo.Snapshot),
-// a directory (DirSink), or nothing (EmptyTree).
-type Tree interface {
-	// ReadFile returns a file's content; ok is false when there is no such file.
-	ReadFile(path string) (data []byte, ok bool, err error)
-	// ListDir returns the base names of the files directly in dir (none if it is missing).
-	ListDir(dir string) ([]string, error)
-}
+import "github.com/magnum-gitops/magnum-gitops/gitrepo"
 
-// EmptyTree is a repository with no files: planning against it yields every file.
-type EmptyTree struct{}
+// A change is planned against a gitrepo.Tree, what the repository holds: a Git commit (a
+// gitrepo.Snapshot, or the branch head through gitrepo.Repo), a directory (DirSink.Tree),
+// or nothing (emptyTree, for which Pipeline.Plan takes a nil tree). The package has no
+// Tree of its own: gitrepo's is the one its callers hold already, and one interface for
+// "a repository's files" keeps every reader interchangeable.
 
-// ReadFile implements Tree.
-func (EmptyTree) ReadFile(string) ([]byte, bool, error) { return nil, false, nil }
+// emptyTree is a repository with no files: planning against it yields every file.
+type emptyTree struct{}
 
-// ListDir implements Tree.
-func (EmptyTree) ListDir(string) ([]string, error) { return nil, nil }
+var _ gitrepo.Tree = emptyTree{}
+
+// ReadFile implements gitrepo.Tree.
+func (emptyTree) ReadFile(string) ([]byte, bool, error) { return nil, false, nil }
+
+// ListDir implements gitrepo.Tree.
+func (emptyTree) ListDir(string) ([]string, error) { return nil, nil }
+
+// ListFiles implements gitrepo.Tree.
+func (emptyTree) ListFiles(string) ([]string, error) { return nil, nil }

@@ -55,7 +55,7 @@ func (p *Pipeline) chain(ev *v1alpha1.ClusterEvent, res *generator.Result, dep *
 		return nil, nil
 	}
 	if !chained && dep.upgradeTarget != "" {
-		return nil, &Error{Kind: KindRetry, Step: "diff", Err: fmt.Errorf("%w: the cluster deploys Kubernetes %s on its way to %s; the next step follows once Cluster API has rolled out %s",
+		return nil, &failure{Kind: KindRetry, Step: "diff", Err: fmt.Errorf("%w: the cluster deploys Kubernetes %s on its way to %s; the next step follows once Cluster API has rolled out %s",
 			errUpgradeInProgress, from, dep.upgradeTarget, from)}
 	}
 	stepRes, step, err := generator.RenderUpgradeStep(ev, p.Config, res, dep.upgradeState())

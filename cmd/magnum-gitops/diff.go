@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
@@ -63,7 +64,7 @@ func (o *diffOptions) run(ctx context.Context, stdin io.Reader, stdout io.Writer
 	if err != nil {
 		return inputError(o.filename, err)
 	}
-	var tree reconciler.Tree
+	var tree gitrepo.Tree
 	if o.dir != "" {
 		t, done, err := (&reconciler.DirSink{Root: o.dir}).Tree()
 		if err != nil {

@@ -60,7 +60,7 @@ func openGitSink(ctx context.Context, f *config.File, refused config.Refused) (*
 }
 
 // runReconciler starts the reconciler serve runs, for a command that commits several
-// clusters: maxGroup of them to a push (reconciler.DefaultMaxGroup when 0). stop waits
+// clusters: maxGroup of them to a push (the Reconciler's default, 100, when 0). stop waits
 // for it to finish the group in hand.
 func runReconciler(ctx context.Context, p *reconciler.Pipeline, sink *reconciler.GitSink, maxGroup int) (r *reconciler.Reconciler, stop func()) {
 	r = &reconciler.Reconciler{Pipeline: p, Sink: sink, MaxGroup: maxGroup}

@@ -108,7 +108,7 @@ func (o *renderOptions) run(ctx context.Context, stdin io.Reader, stdout, stderr
 		// The report shows no Secret, so it needs no encryption.
 		p.Secrets.Omit = p.Secrets.Encrypter == nil && !p.Secrets.Plaintext
 	}
-	plan, err := p.Plan(ev, res, reconciler.EmptyTree{})
+	plan, err := p.Plan(ev, res, nil) // against an empty repository: every file
 	if err != nil {
 		return err
 	}

@@ -149,8 +149,8 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 	if err := sink.Publish(ctx, file.Site); err != nil {
 		return err
 	}
-	// Batches of reconciler.DefaultMaxGroup clusters, one push each, the next read
-	// meanwhile; each cluster rendered again in its reconcile.
+	// Batches of the Reconciler's default MaxGroup (100) clusters, one push each, the next
+	// read meanwhile; each cluster rendered again in its reconcile.
 	r, stop := runReconciler(ctx, p, sink, 0)
 	changed := 0
 	var failed error // the others were pushed: say so before failing

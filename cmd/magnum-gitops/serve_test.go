@@ -27,7 +27,6 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
 	"github.com/magnum-gitops/magnum-gitops/internal/leakcheck"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
-	"github.com/magnum-gitops/magnum-gitops/reconciler"
 )
 
 // serveProcess is `magnum-gitops serve` running as a subprocess.
@@ -330,15 +329,6 @@ func getToken(t *testing.T, addr, path, token string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-// TestDefaultHistoryIsWhatTheLedgerReads: the history serve clones by default reaches as
-// far back as the ledger reads after a start, and no further: fetching more would cost
-// every start without any reader using it.
-func TestDefaultHistoryIsWhatTheLedgerReads(t *testing.T) {
-	if got, want := config.DefaultHistory.MaxCommits, reconciler.LedgerHistory; got != want {
-		t.Errorf("config.DefaultHistory.MaxCommits = %d, reconciler.LedgerHistory = %d: they must agree", got, want)
-	}
 }
 
 // TestServeStatusOptions: serve judges with the default options but for the section's

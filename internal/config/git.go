@@ -53,7 +53,8 @@ type GitHistory struct {
 // DefaultHistory is what serve needs of the history after a start: the event ids a client
 // may still retry (the driver shim retries an event for 25 s at most), with a wide margin,
 // and the commits of the clusters' last operations, which Flux applied long before
-// anything older. MaxCommits is what the ledger reads back (reconciler.LedgerHistory).
+// anything older. MaxCommits is what the reconciler's ledger reads back (its ledgerHistory,
+// which a test of package reconciler holds equal).
 var DefaultHistory = GitHistory{Commits: 1000, Since: generator.Duration{Duration: 10 * time.Minute}, MaxCommits: 20000}
 
 // GitAuth is the "git.auth:" section: a user name, and files holding the password, token or

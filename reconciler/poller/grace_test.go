@@ -179,6 +179,8 @@ func TestPollerCreateGrace(t *testing.T) {
 }
 
 // noFiles is a repository with no file: an index loaded from it knows no cluster.
-type noFiles struct{ reconciler.EmptyTree }
+type noFiles struct{}
 
-func (noFiles) ListFiles(string) ([]string, error) { return nil, nil }
+func (noFiles) ReadFile(string) ([]byte, bool, error) { return nil, false, nil }
+func (noFiles) ListDir(string) ([]string, error)      { return nil, nil }
+func (noFiles) ListFiles(string) ([]string, error)    { return nil, nil }

@@ -41,7 +41,7 @@ type MagnumAPI interface {
 // group create/update/delete, upgrade, update and delete. It is level-triggered: a pass
 // derives everything from Magnum and Git alone, so a restart neither misses nor repeats
 // anything, and the ids of its events are derived from the state that caused them (the
-// same difference always yields the same id, which the Ledger answers).
+// same difference always yields the same id, which the reconciler's ledger answers).
 //
 // Magnum's API sends no ETag, so a cluster's node groups are read again only when its
 // updated_at moved (Magnum saves the cluster on every resize and node group operation) or

@@ -180,7 +180,7 @@ func seed(dir string, clusters int) error {
 		if err != nil {
 			return err
 		}
-		pl, err := p.Plan(ev, res, reconciler.EmptyTree{})
+		pl, err := p.Plan(ev, res, nil) // nil: an empty repository
 		if err != nil {
 			return err
 		}
@@ -538,7 +538,8 @@ func resyncThrough(ctx context.Context, p *reconciler.Pipeline, r *reconciler.Re
 
 // BenchmarkResyncCommit: a new version moves the HelmRelease of every one of 1,000
 // clusters (here a longer Flux timeout), and resync commits them all: one commit per
-// cluster, reconciler.DefaultMaxGroup of them to a push, through the Reconciler serve runs.
+// cluster, a Reconciler's default MaxGroup (100) of them to a push, through the
+// Reconciler serve runs.
 // One op is the whole resync: reading the records, rendering and committing them.
 func BenchmarkResyncCommit(b *testing.B) {
 	ctx := context.Background()

@@ -85,14 +85,13 @@ const ShutdownTimeout = 30 * time.Second
 
 // Service is a running magnum-gitops service.
 type Service struct {
-	o          Options
-	m          *metrics
-	git        gitReady
+	o   Options
+	m   *metrics
+	git gitReady
+	// reconciler also reads the commits of the other replicas into clusters and its
+	// ledger of event ids (CatchUp).
 	reconciler *reconciler.Reconciler
 	clusters   *reconciler.Clusters
-	ledger     *reconciler.Ledger
-	// follower reads the commits of the other replicas into clusters and ledger.
-	follower *reconciler.Follower
 	// managed are the management clusters, in the order of the configuration's roots.
 	managed []*managed
 	api     *httpapi.Server
@@ -183,7 +182,7 @@ func newService(o Options) (*Service, error) {
 	if o.ReadyInterval <= 0 {
 		o.ReadyInterval = 5 * time.Second
 	}
-	s := &Service{o: o, m: newMetrics(o.Registry), ledger: reconciler.NewLedger()}
+	s := &Service{o: o, m: newMetrics(o.Registry)}
 	var err error
 	if s.managed, err = manage(&o.Pipeline.Config.Config, o.Management, o.Log); err != nil {
 		return nil, err
@@ -206,19 +205,14 @@ func (s *Service) run(ctx context.Context) error {
 		o.Log.Warn("skipping a record that does not decode", "path", f)
 	}
 	s.clusters = clusters
-	if s.ledger, err = reconciler.LoadLedger(ctx, o.Sink.Repo); err != nil {
+	reports := make(chan reconciler.Report, 64)
+	s.reconciler = &reconciler.Reconciler{Pipeline: o.Pipeline, Sink: o.Sink, Clusters: s.clusters,
+		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Reports: reports}
+	ids, err := s.reconciler.ReadHistory(ctx)
+	if err != nil {
 		return fmt.Errorf("reading the event ids in git: %w", err)
 	}
-	s.clusters.FillRevisions(s.ledger)
-	s.follower = &reconciler.Follower{Repo: o.Sink.Repo, Config: o.Pipeline.Config, Clusters: s.clusters, Ledger: s.ledger}
-	if head, err := o.Sink.Repo.Head(); err == nil {
-		s.follower.Mark(head.String())
-	}
-	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", s.ledger.Len(), "duration", time.Since(start))
-
-	reports := make(chan reconciler.Report, 64)
-	s.reconciler = &reconciler.Reconciler{Pipeline: o.Pipeline, Sink: o.Sink, Ledger: s.ledger, Clusters: s.clusters,
-		MaxGroup: o.MaxGroup, MaxWait: o.MaxWait, Reports: reports}
+	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", ids, "duration", time.Since(start))
 	s.reconciler.Start()
 	if o.Poller != nil {
 		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.submit
@@ -441,7 +435,7 @@ func every(ctx context.Context, d time.Duration, f func(context.Context)) {
 // The leader then publishes what those commits changed in the branch-per-namespace layout
 // (a merged review reaches Flux within ReadyInterval, not at the next resync).
 func (s *Service) catchUp(ctx context.Context) {
-	n, err := s.follower.CatchUp(ctx)
+	n, err := s.reconciler.CatchUp(ctx)
 	if err != nil {
 		s.o.Log.Warn("git: reading new commits", "error", err)
 		return

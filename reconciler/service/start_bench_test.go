@@ -19,6 +19,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
+	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
@@ -208,7 +209,8 @@ func TestServeStartChild(t *testing.T) {
 	o := gitrepo.Options{URL: "file://" + remote, CacheDir: os.Getenv("SERVE_START_CACHE"),
 		Author: gitrepo.Signature{Name: "b", Email: "b@example.org"}}
 	if os.Getenv("SERVE_START_HISTORY") == "default" {
-		o.History = gitrepo.History{Commits: 1000, Since: 10 * time.Minute, MaxCommits: reconciler.LedgerHistory}
+		h := config.DefaultHistory // what serve clones without git.history
+		o.History = gitrepo.History{Commits: h.Commits, Since: h.Since.Duration, MaxCommits: h.MaxCommits}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
