@@ -10,11 +10,13 @@ import (
 
 // A cluster's reconcile is a prologue (load), the ordered steps below over one scope, and
 // one deferred summary (summarize): the shape of a Flux source-controller or Cluster API
-// reconcile. Each step reads what the steps before it left in the scope and adds to it; a
-// step's error ends the reconcile and answers every operation not answered yet.
+// reconcile. Each step reads what the steps before it left in the scope and adds to it.
+// A step returns nothing: what fails is one operation's (its error in the scope, which the
+// summary answers it with) or the observe step's own progress, never the whole reconcile,
+// since every member of a commit group must reach the commit step for the group to land.
 type reconcileStep struct {
 	name string
-	run  func(r *Reconciler, ctx context.Context, sc *scope) error
+	run  func(r *Reconciler, ctx context.Context, sc *scope)
 }
 
 // steps are a cluster reconcile's steps, in order:
@@ -88,19 +90,12 @@ func (sc *scope) waiting() bool {
 func (r *Reconciler) reconcile(ctx context.Context, sc *scope) {
 	defer r.summarize(sc)
 	for _, st := range steps {
-		if err := st.run(r, ctx, sc); err != nil {
-			for i := range sc.ops {
-				if !sc.answered[i] && sc.errs[i] == nil {
-					sc.errs[i] = stepError(st.name, err)
-				}
-			}
-			return
-		}
+		st.run(r, ctx, sc)
 	}
 }
 
 // renderStep renders each waiting operation and plans its commit.
-func (r *Reconciler) renderStep(ctx context.Context, sc *scope) error {
+func (r *Reconciler) renderStep(ctx context.Context, sc *scope) {
 	review := r.Sink.ReviewBranch != ""
 	for i, op := range sc.ops {
 		if sc.answered[i] {
@@ -138,7 +133,6 @@ func (r *Reconciler) renderStep(ctx context.Context, sc *scope) error {
 			sc.main = append(sc.main, change{plan: r.Sink.plan(r.Pipeline, op.ev, res, "", sc.outs[i]), done: r.answers(sc, i)})
 		}
 	}
-	return nil
 }
 
 // answers is what takes the outcome of the commit of the scope's i-th operation.
@@ -164,13 +158,13 @@ func (r *Reconciler) answers(sc *scope, i int) func(committed, error) *Push {
 // phase of its delete, or the next step of its chained upgrade, as far as the management
 // cluster allows now. An operation waiting for Git changes what it would read, so it
 // waits for the cluster's next reconcile.
-func (r *Reconciler) observeStep(ctx context.Context, sc *scope) error {
+func (r *Reconciler) observeStep(ctx context.Context, sc *scope) {
 	if r.Management == nil || r.Clusters == nil || sc.waiting() {
-		return nil
+		return
 	}
 	rec, ok := r.Clusters.Get(sc.uuid)
 	if !ok {
-		return nil
+		return
 	}
 	var c change
 	var suffix string
@@ -178,7 +172,7 @@ func (r *Reconciler) observeStep(ctx context.Context, sc *scope) error {
 	case rec.Event.Operation == v1alpha1.DeleteCluster:
 		d := r.deleteStep(ctx, rec)
 		if sc.del = d; d == nil || d.plan == nil {
-			return nil
+			return
 		}
 		suffix = "delete-" + strings.ToLower(d.progress.To.String())
 		c = change{plan: d.plan, done: func(cm committed, err error) *Push {
@@ -190,7 +184,7 @@ func (r *Reconciler) observeStep(ctx context.Context, sc *scope) error {
 	case len(sc.ops) == 0:
 		u := r.upgradeStep(ctx, rec)
 		if sc.up = u; u == nil || u.plan == nil {
-			return nil
+			return
 		}
 		suffix = "upgrade-from-" + u.progress.From
 		c = change{plan: u.plan, done: func(cm committed, err error) *Push {
@@ -201,24 +195,23 @@ func (r *Reconciler) observeStep(ctx context.Context, sc *scope) error {
 			return nil
 		}}
 	default:
-		return nil
+		return
 	}
 	if r.Sink.ReviewBranch == "" {
 		sc.main = append(sc.main, c)
-		return nil
+		return
 	}
 	if err := r.onReviewBranch(&c, rec.Event, rec.StackID, suffix); err != nil {
 		c.done(committed{}, err)
-		return nil
+		return
 	}
 	sc.review = append(sc.review, c)
-	return nil
 }
 
 // commitStep hands the configured branch's commits to the group's committer and waits on
 // the future it gets back (it never waits for another reconcile, nor runs another's
 // commit), then commits each review branch's change, one push each.
-func (r *Reconciler) commitStep(ctx context.Context, sc *scope) error {
+func (r *Reconciler) commitStep(ctx context.Context, sc *scope) {
 	plans := make([]planFunc, len(sc.main))
 	for i, c := range sc.main {
 		plans[i] = c.plan
@@ -244,5 +237,4 @@ func (r *Reconciler) commitStep(ctx context.Context, sc *scope) error {
 		}
 		c.done(res[0], nil)
 	}
-	return nil
 }
