@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -89,11 +90,11 @@ func argoChain(v View, app *unstructured.Unstructured, opts Options) *blocker {
 		// A SyncError is of the last sync, which may be of an earlier comparison.
 		if strings.HasSuffix(typ, "Error") && (typ != "SyncError" || current) {
 			msg, _ := c["message"].(string)
-			return &blocker{failed: true, reason: fmt.Sprintf("%s: %s: %s", name, typ, oneLine(msg))}
+			return &blocker{failed: true, reason: fmt.Sprintf("%s: %s: %s", name, typ, argoMessage(msg))}
 		}
 	}
 	phase := stringAt(app, "status", "operationState", "phase")
-	opMessage := oneLine(stringAt(app, "status", "operationState", "message"))
+	opMessage := argoMessage(stringAt(app, "status", "operationState", "message"))
 	switch phase {
 	case "Failed", "Error":
 		if !current {
@@ -215,6 +216,32 @@ func pruneEmpty(v any) any {
 		}
 	}
 	return v
+}
+
+// argoMessage quotes an Argo CD message in a status reason. It is an error chain whose
+// cause comes last ("Failed last sync attempt to [<revisions>]: one or more
+// synchronization tasks completed unsuccessfully, reason: <object> is forbidden: <the
+// policy's message>"): the revisions go (the status names its own), and a message still
+// too long keeps its start (what failed) and its end (why), where a list of conditions
+// keeps its start alone (oneLine).
+func argoMessage(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if rest, ok := strings.CutPrefix(s, "Failed last sync attempt to ["); ok {
+		if _, after, found := strings.Cut(rest, "]: "); found {
+			s = after
+		}
+	}
+	if len(s) <= maxMessage {
+		return s
+	}
+	head, tail := s[:maxMessage/3], s[len(s)-(maxMessage-maxMessage/3):]
+	for !utf8.ValidString(head) {
+		head = head[:len(head)-1]
+	}
+	for !utf8.ValidString(tail) {
+		tail = tail[1:]
+	}
+	return head + " … " + tail
 }
 
 // sliceAt is the list of maps at path; nil when absent.

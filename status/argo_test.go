@@ -159,6 +159,30 @@ func TestArgoCompared(t *testing.T) {
 	}
 }
 
+// TestArgoMessage: Argo CD's error chains lose the revisions they were synced at, and a
+// message too long for a status reason keeps what failed and why.
+func TestArgoMessage(t *testing.T) {
+	t.Parallel()
+	cause := "is forbidden: ValidatingAdmissionPolicy 'node-group-size' with binding 'node-group-size' denied request: a node group may have at most 4 machines (retried 5 times)."
+	long := "Failed last sync attempt to [" + strings.Repeat("ab", 20) + "]: one or more synchronization tasks completed unsuccessfully, reason: machinedeployments.cluster.x-k8s.io \"prod-a-2b7xq4mzkd5h-default-worker\" " + cause
+	for _, tc := range []struct{ name, in, prefix, suffix string }{
+		{"short", "one or more objects failed to apply", "one or more objects failed to apply", ""},
+		{"the revisions go", "Failed last sync attempt to [abc]: boom", "boom", ""},
+		{"too long: what failed, and the cause", long,
+			"one or more synchronization tasks completed unsuccessfully, reason: ", cause[len(cause)-150:]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := status.ArgoMessage(tc.in)
+			if tc.suffix == "" && got != tc.prefix {
+				t.Errorf("argoMessage = %q, want %q", got, tc.prefix)
+			}
+			if !strings.HasPrefix(got, tc.prefix) || !strings.HasSuffix(got, tc.suffix) || len(got) > 250 || tc.suffix != "" && !strings.Contains(got, " … ") {
+				t.Errorf("argoMessage = %q (%d bytes), want %q … %q, at most 250 bytes", got, len(got), tc.prefix, tc.suffix)
+			}
+		})
+	}
+}
+
 // TestArgoSnapshot: in Argo mode the snapshot finds each cluster's Application by the
 // namespace it deploys into, the repository's Application by name, and discovers the
 // clusters from their Applications' values; in Flux mode it lists no Application at all.
@@ -245,7 +269,7 @@ func TestArgoRecorded(t *testing.T) {
 		{"01-synced-healthy.yaml", first, true, first, v1alpha1.UpdateInProgress, "waiting for Cluster demo to be created"},
 		{"02-sync-retrying.yaml", failed, false, first, v1alpha1.UpdateInProgress,
 			"Argo CD is syncing Application demo: one or more synchronization tasks are not valid: failed to discover server resources for group version widgets.example.org/v1"},
-		{"03-sync-failed.yaml", failed, false, first, v1alpha1.UpdateFailed, "Application demo: SyncError: Failed last sync attempt to [" + failed + "]"},
+		{"03-sync-failed.yaml", failed, false, first, v1alpha1.UpdateFailed, "Application demo: SyncError: one or more synchronization tasks are not valid: failed to discover server resources"},
 		{"03-sync-failed.yaml", first, true, first, v1alpha1.UpdateFailed, "Application demo: SyncError"},
 		{"04-comparison-error.yaml", deploy, false, first, v1alpha1.UpdateFailed, "Application demo: ComparisonError: Failed to load target state"},
 		{"05-progressing.yaml", deploy, true, deploy, v1alpha1.UpdateInProgress, "waiting for Cluster demo to be created"},

@@ -494,11 +494,14 @@ func describe(kind, name string, c Conditions) string {
 // replicas, …"), whose first line alone says nothing; each line is kept, trimmed, in order.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 240 {
-		s = s[:240] + "…"
+	if len(s) > maxMessage {
+		s = s[:maxMessage] + "…"
 	}
 	return s
 }
+
+// maxMessage is how much of a controller's message one status reason quotes.
+const maxMessage = 240
 
 func find(list []*unstructured.Unstructured, name string) *unstructured.Unstructured {
 	for _, o := range list {

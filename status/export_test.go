@@ -1,0 +1,4 @@
+package status
+
+// ArgoMessage exposes argoMessage to the external tests.
+var ArgoMessage = argoMessage
