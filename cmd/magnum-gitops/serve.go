@@ -241,7 +241,7 @@ func (o *serveOptions) management(ctx context.Context, file *config.File, so *se
 		}
 		context.AfterFunc(ctx, stop)
 		if rr.Name != "" {
-			m.ReconcileRequest = service.ReconcileRequest{Namespace: cmp.Or(rr.Namespace, "flux-system"), Name: rr.Name}
+			m.ReconcileRequest = service.ReconcileRequest{Namespace: cmp.Or(rr.Namespace, defaultRequestNamespace(file)), Name: rr.Name}
 		}
 		so.Management = append(so.Management, m)
 	}
@@ -331,6 +331,15 @@ func (f fileSource) List(ctx context.Context, gvk schema.GroupVersionKind) ([]*u
 // defaultApplier names (namespace/name) what applies the repository unless
 // serve.kustomization does: Flux's Kustomization as deploy/flux has it, or in Argo mode the
 // parent Application of deploy/argocd, in argo.namespace.
+// defaultRequestNamespace is serve.reconcile_request's namespace when it names none: Flux's,
+// or in Argo mode Argo CD's (argo.namespace).
+func defaultRequestNamespace(file *config.File) string {
+	if file.Format == generator.FormatArgo {
+		return cmp.Or(file.Argo.Namespace, "argocd")
+	}
+	return "flux-system"
+}
+
 func defaultApplier(file *config.File) string {
 	if file.Format == generator.FormatArgo {
 		return cmp.Or(file.Argo.Namespace, "argocd") + "/magnum-clusters"

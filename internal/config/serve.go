@@ -50,6 +50,9 @@ type Serve struct {
 	// reconcile.fluxcd.io/requestedAt after each push (what `flux reconcile source git`
 	// does), so Flux fetches the commit at once instead of at its next interval. Needs
 	// patch on gitrepositories (deploy/service/rbac.yaml); namespace defaults to flux-system.
+	// In Argo mode it names the Application that syncs the repository, refreshed with
+	// argocd.argoproj.io/refresh: normal (as `argocd app get --refresh` does); namespace
+	// defaults to argo.namespace, and it needs patch on that Application.
 	ReconcileRequest generator.ReconcileRequest `json:"reconcile_request,omitempty"`
 	// LeaderElection names the Lease the replicas elect their leader with.
 	LeaderElection struct {

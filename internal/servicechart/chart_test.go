@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -230,6 +231,45 @@ func TestRenderAllOptions(t *testing.T) {
 	}
 	if args := c["args"].([]any); !slices.Contains(args, any("--source=magnum")) {
 		t.Errorf("args %v: extraArgs missing", args)
+	}
+}
+
+// TestRenderReconcileRequest: serve.reconcile_request's Role lets serve patch what it
+// annotates and nothing else: GitRepositories in Flux's namespace (the named one alone in
+// the single layout), or with format argo the named Application in Argo CD's namespace.
+func TestRenderReconcileRequest(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	for _, tc := range []struct {
+		name      string
+		config    map[string]any
+		namespace string
+		rule      map[string]any
+	}{
+		{"flux", map[string]any{"flux": map[string]any{"layout": "single"},
+			"serve": map[string]any{"reconcile_request": map[string]any{"name": "magnum-clusters"}}}, "flux-system",
+			map[string]any{"apiGroups": []any{"source.toolkit.fluxcd.io"}, "resources": []any{"gitrepositories"}, "verbs": []any{"patch"},
+				"resourceNames": []any{"magnum-clusters"}}},
+		{"argo", map[string]any{"format": "argo", "argo": map[string]any{"namespace": "gitops"},
+			"serve": map[string]any{"reconcile_request": map[string]any{"name": "magnum-clusters"}}}, "gitops",
+			map[string]any{"apiGroups": []any{"argoproj.io"}, "resources": []any{"applications"}, "verbs": []any{"patch"},
+				"resourceNames": []any{"magnum-clusters"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			values := requiredValues()
+			maps.Copy(values["config"].(map[string]any), tc.config)
+			objs := objects(t, ch, "magnum-gitops", values)
+			role := objs["Role/magnum-gitops-reconcile-request"]
+			if got := field(t, role, "metadata", "namespace"); got != tc.namespace {
+				t.Errorf("Role in %v, want %s", got, tc.namespace)
+			}
+			if got := field(t, role, "rules"); !reflect.DeepEqual(got, []any{tc.rule}) {
+				t.Errorf("rules %v, want %v", got, []any{tc.rule})
+			}
+			if got := field(t, objs["RoleBinding/magnum-gitops-reconcile-request"], "metadata", "namespace"); got != tc.namespace {
+				t.Errorf("RoleBinding in %v, want %s", got, tc.namespace)
+			}
+		})
 	}
 }
 

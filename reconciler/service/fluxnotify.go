@@ -25,13 +25,27 @@ import (
 // source-controller fetches the repository as soon as the value changes.
 const ReconcileRequestAnnotation = "reconcile.fluxcd.io/requestedAt"
 
-// gitRepositoryGVK is the Flux source the requests annotate.
-var gitRepositoryGVK = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
+// ArgoRefreshAnnotation is Argo CD's "refresh now" annotation: `argocd app get --refresh`
+// and Argo CD's Git webhook handler ask for a refresh this way, and the application
+// controller compares the Application with its branch's newest commit at once, then
+// removes the annotation. "normal" re-resolves the branch without dropping the cached
+// manifests of unchanged commits ("hard" would render every cluster again).
+const ArgoRefreshAnnotation = "argocd.argoproj.io/refresh"
+
+// gitRepositoryGVK is the Flux source the requests annotate; argoApplicationGVK the Argo
+// CD Application in Argo mode.
+var (
+	gitRepositoryGVK   = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
+	argoApplicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+)
 
 // ReconcileRequest names the Flux GitRepository (namespace/name) to annotate after each
 // push, so that a commit reaches the cluster in about a second instead of up to one
 // GitRepository interval later; in the per-namespace layout, the root GitRepository, next
-// to each changed namespace's own. The zero value requests nothing.
+// to each changed namespace's own. In Argo mode it names the Application that syncs the
+// repository (the parent of deploy/argocd), which is refreshed instead of waiting for
+// Argo CD's reconciliation period (timeout.reconciliation, 120 s by default) or a Git
+// webhook. The zero value requests nothing.
 type ReconcileRequest struct {
 	Namespace string
 	Name      string
@@ -55,6 +69,8 @@ func (r ReconcileRequest) String() string { return r.Namespace + "/" + r.Name }
 type reconcileRequester struct {
 	kube   client.Client
 	target ReconcileRequest
+	// argo is set in Argo mode: the target is an Application, refreshed.
+	argo bool
 	// perNamespace is the namespace of the per-namespace GitRepositories; empty in the
 	// single layout. rootPaths are the path prefixes the root GitRepository applies.
 	perNamespace string
@@ -67,10 +83,10 @@ type reconcileRequester struct {
 	pending map[types.NamespacedName]struct{}
 }
 
-func newReconcileRequester(kube client.Client, target ReconcileRequest, root string, flux generator.FluxConfig, log *slog.Logger) *reconcileRequester {
-	r := &reconcileRequester{kube: kube, target: target, log: log, now: time.Now, wake: make(chan struct{}, 1),
-		pending: map[types.NamespacedName]struct{}{}}
-	if flux.PerNamespace() {
+func newReconcileRequester(kube client.Client, target ReconcileRequest, root string, cfg *generator.Config, log *slog.Logger) *reconcileRequester {
+	r := &reconcileRequester{kube: kube, target: target, argo: cfg.Format == generator.FormatArgo, log: log, now: time.Now,
+		wake: make(chan struct{}, 1), pending: map[types.NamespacedName]struct{}{}}
+	if flux := cfg.Flux; !r.argo && flux.PerNamespace() {
 		r.perNamespace = flux.SourceNamespace
 		r.rootPaths = []string{path.Join(root, generator.FluxDir) + "/", path.Join(root, generator.SourcesDir) + "/"}
 	}
@@ -135,6 +151,9 @@ func (r *reconcileRequester) run(ctx context.Context) {
 				// A new namespace's GitRepository: the root applies it, and it fetches
 				// when created.
 				r.log.Debug("no GitRepository for the namespace yet", "gitrepository", t.String())
+			case r.argo:
+				r.log.Warn("requesting an Argo CD refresh of the Application; Argo CD picks the commit up at its reconciliation period instead",
+					"application", t.String(), "error", err)
 			default:
 				r.log.Warn("requesting a Flux reconcile of the GitRepository; Flux picks the commit up at its interval instead",
 					"gitrepository", t.String(), "error", err)
@@ -143,16 +162,20 @@ func (r *reconcileRequester) run(ctx context.Context) {
 	}
 }
 
-// patch sets the annotation the way the flux CLI does: a merge patch of metadata only, so
-// it neither conflicts with nor bumps the object's generation.
+// patch sets the annotation the way the flux (or argocd) CLI does: a merge patch of
+// metadata only, so it neither conflicts with nor bumps the object's generation.
 func (r *reconcileRequester) patch(ctx context.Context, t types.NamespacedName) error {
 	o := &unstructured.Unstructured{}
-	o.SetGroupVersionKind(gitRepositoryGVK)
+	gvk, key, value := gitRepositoryGVK, ReconcileRequestAnnotation, r.now().Format(time.RFC3339Nano)
+	if r.argo {
+		gvk, key, value = argoApplicationGVK, ArgoRefreshAnnotation, "normal"
+	}
+	o.SetGroupVersionKind(gvk)
 	o.SetNamespace(t.Namespace)
 	o.SetName(t.Name)
-	body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ReconcileRequestAnnotation, r.now().Format(time.RFC3339Nano))
+	body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)
 	if err := r.kube.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(body))); err != nil {
-		return fmt.Errorf("GitRepository %s: %w", t, err)
+		return fmt.Errorf("%s %s: %w", gvk.Kind, t, err)
 	}
 	return nil
 }

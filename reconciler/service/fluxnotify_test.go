@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -96,6 +97,72 @@ func TestReconcileRequestAfterPush(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if at, _ := requestedAt(t, ctx, g); !at.Equal(last) {
 		t.Errorf("a reconcile was requested (%s) without a push", at)
+	}
+}
+
+// TestReconcileRequestArgo: in Argo mode serve.reconcile_request names the Application that
+// syncs the repository, and every pushed commit is followed by Argo CD's refresh request
+// on it (argocd.argoproj.io/refresh: normal, which the application controller removes once
+// it compared), written as a metadata-only patch.
+func TestReconcileRequestArgo(t *testing.T) {
+	testenv.Require(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := env.EnsureNamespace(ctx, "argocd"); err != nil {
+		t.Fatal(err)
+	}
+	app := &unstructured.Unstructured{}
+	app.SetAPIVersion("argoproj.io/v1alpha1")
+	app.SetKind("Application")
+	app.SetNamespace("argocd")
+	app.SetName("magnum-clusters")
+	_ = unstructured.SetNestedField(app.Object, map[string]any{"project": "default",
+		"destination": map[string]any{"server": "https://kubernetes.default.svc"},
+		"source":      map[string]any{"repoURL": "https://git.example.org/cloud/magnum-clusters.git", "path": "clusters/magnum", "targetRevision": "main"}}, "spec")
+	if err := env.Client.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, func(o *service.Options) {
+		cfg := generator.DefaultConfig()
+		cfg.Format = generator.FormatArgo
+		o.Pipeline.Config = generator.MustSite(cfg)
+		o.Management[0].Kube = env.Client
+		o.Management[0].ReconcileRequest = service.ReconcileRequest{Namespace: "argocd", Name: "magnum-clusters"}
+	})
+	refresh := func() (string, int64) {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(app.GroupVersionKind())
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(app), cur); err != nil {
+			t.Fatal(err)
+		}
+		return cur.GetAnnotations()[service.ArgoRefreshAnnotation], cur.GetGeneration()
+	}
+	if v, _ := refresh(); v != "" {
+		t.Fatalf("refresh %q requested before any push", v)
+	}
+	for _, f := range []string{"01-prod-a-create.yaml", "02-prod-a-resize-workers.yaml"} {
+		code, ans := h.post(fixture(t, f))
+		if code != http.StatusOK || ans["outcome"] != "committed" {
+			t.Fatalf("%s: %d %v", f, code, ans)
+		}
+		var v string
+		var gen int64
+		waitUntil(t, ctx, func() bool {
+			v, gen = refresh()
+			return v != ""
+		})
+		if v != "normal" || gen != 1 {
+			t.Errorf("after %s: %s=%q at generation %d, want normal at 1 (metadata only)", f, service.ArgoRefreshAnnotation, v, gen)
+		}
+		// What the application controller does once it compared.
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(app.GroupVersionKind())
+		cur.SetNamespace("argocd")
+		cur.SetName("magnum-clusters")
+		if err := env.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+service.ArgoRefreshAnnotation+`":null}}}`))); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -71,9 +71,9 @@ func manage(cfg *generator.Config, given []ManagementCluster, log *slog.Logger) 
 		delete(byName, name)
 		if m.ReconcileRequest.Enabled() {
 			if m.Kube == nil {
-				return nil, fmt.Errorf("serve: a reconcile request of GitRepository %s needs a client of management cluster %q", m.ReconcileRequest, name)
+				return nil, fmt.Errorf("serve: a reconcile request of %s needs a client of management cluster %q", m.ReconcileRequest, name)
 			}
-			m.requester = newReconcileRequester(m.Kube, m.ReconcileRequest, root, cfg.Flux, log)
+			m.requester = newReconcileRequester(m.Kube, m.ReconcileRequest, root, cfg, log)
 		}
 		out = append(out, m)
 	}
