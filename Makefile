@@ -86,31 +86,37 @@ gitea: ## Build or reuse a real Gitea for the review-mode tests (first build ~4-
 # minute per step, 10 minutes more). As root the tests run in a network namespace of their
 # own (CAPD's in-memory backend listens on fixed ports); E2E_NETNS=0 turns that off.
 # E2E_RUN and E2E_SKIP pick the tests (go test -run, -skip): CI runs the review scenarios
-# (E2E_RUN='^TestE2EReview') beside the others, each set in a network namespace of its own.
+# (E2E_RUN='^TestE2EReview') and the Argo CD ones (E2E_RUN='^TestE2EArgo') beside the
+# others, each set in a network namespace of its own. E2E_ARGOCD=0 leaves Argo CD out (its
+# tests skip, and it is not built).
 E2E_RUN ?=
 E2E_SKIP ?=
-e2e: testbin flux capi gitea build ## End to end through the real Flux and Cluster API controllers and a real Gitea (test/e2e; E2E_FULL=1 for the interval run too)
+E2E_ARGOCD ?= 1
+E2E_ARGOCD_ENV = $(if $(filter 1,$(E2E_ARGOCD)),ARGOCD_TESTS=1 ARGOCD_BIN="$$(hack/argocd.sh | tail -n 1)" \
+  SOPS_BIN="$$(hack/sops.sh | tail -n 1)" KUSTOMIZE_BIN="$$(hack/kustomize.sh | tail -n 1)")
+e2e: testbin flux capi gitea build ## End to end through the real Flux, Argo CD and Cluster API controllers and a real Gitea (test/e2e; E2E_FULL=1 for the interval run too)
 	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" CAPI_BIN="$$(hack/capi.sh | tail -n 1)" \
-	  GITEA_BIN="$$(hack/gitea.sh | tail -n 1)" \
+	  GITEA_BIN="$$(hack/gitea.sh | tail -n 1)" $(E2E_ARGOCD_ENV) \
 	  MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -count=1 -timeout 60m -v \
 	  $(if $(E2E_RUN),-run '$(E2E_RUN)') $(if $(E2E_SKIP),-skip '$(E2E_SKIP)')
 
-argocd: ## Build or reuse Argo CD v3.6.1 and helm, from the Go module proxy (first build ~6-18 min; not in CI yet)
+argocd: ## Build or reuse Argo CD v3.6.1's controllers and helm, from the Go module proxy (first build ~5-18 min)
 	@hack/argocd.sh | tail -n 1
 
 # The real Argo CD controllers (application controller, repo server, Redis from Debian's
 # redis-server) syncing Applications from a real Git server; records fixtures/status/argo
-# with ARGOCD_RECORD=1. Not in CI yet (issue 48).
+# with ARGOCD_RECORD=1.
 e2e-argocd: testbin argocd ## The real Argo CD controllers against a real API server and Git server (internal/testenv/argocd)
 	ARGOCD_TESTS=1 KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" ARGOCD_BIN="$$(hack/argocd.sh | tail -n 1)" SOPS_BIN="$$(hack/sops.sh | tail -n 1)" $(GO) test $(GOFLAGS) ./internal/testenv/argocd/ -count=1 -timeout 30m -v
 
-# Chart patches in Argo mode (issue 48): one cluster's life (create, resize, delete) through
-# serve, real Argo CD (kustomize with Helm, the sops plugin) and the real Cluster API
-# controllers, the site's post-renderers the Application's kustomize patches. Not in CI yet.
+# A cluster's whole life in Argo mode: create, a refused resize, node groups, a chained
+# upgrade, delete, and a driver-made cluster adopted, through serve, real Argo CD (kustomize
+# with Helm, the sops plugin) and the real Cluster API controllers, the site's
+# post-renderers the Applications' kustomize patches. make e2e runs these too.
 e2e-argocd-capi: testbin flux capi argocd build ## Cluster API through real Argo CD with chart patches (test/e2e TestE2EArgoClusterAPI)
 	ARGOCD_TESTS=1 KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" CAPI_BIN="$$(hack/capi.sh | tail -n 1)" \
 	  ARGOCD_BIN="$$(hack/argocd.sh | tail -n 1)" SOPS_BIN="$$(hack/sops.sh | tail -n 1)" KUSTOMIZE_BIN="$$(hack/kustomize.sh | tail -n 1)" \
-	  MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -run '^TestE2EArgoClusterAPI$$' -count=1 -timeout 30m -v
+	  MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -run '^TestE2EArgoClusterAPI' -count=1 -timeout 30m -v
 
 # The real Magnum 15 (magnum-api, magnum-conductor, Keystone, Glance, RabbitMQ, MariaDB from
 # Debian, installed on first use) with the driver shim installed from its wheel, driven by

@@ -530,7 +530,7 @@ func TestE2EClusterAPIFailures(t *testing.T) {
 	// by the API server, so Helm's upgrade fails, and serve says so while helm-controller
 	// retries (RetryOnFailure), never UPDATE_COMPLETE.
 	const policyMessage = "a node group may have at most 4 machines"
-	release := h.admitAtMostMachines(4, policyMessage)
+	release := h.admitAtMostMachines(4, policyMessage, true)
 	resize := readEvent(t, filepath.Join(events, "02-prod-a-resize-workers.yaml"))
 	t1 := time.Now()
 	ans = h.postEvent(filepath.Join(events, "02-prod-a-resize-workers.yaml"))
@@ -641,11 +641,21 @@ func withUpdatedAt(ev map[string]any, since time.Time) map[string]any {
 
 // admitAtMostMachines installs a ValidatingAdmissionPolicy, as a site might, that refuses
 // a MachineDeployment of more than max machines with message, and waits until the API
-// server enforces it (policies load asynchronously). The returned function removes it.
-func (h *harness) admitAtMostMachines(maxMachines int, message string) (remove func()) {
+// server enforces it (policies load asynchronously). With inDryRun false it admits a dry
+// run (as an admission webhook that checks a quota it only holds for real requests may):
+// a server-side diff then sees the change, and only the apply is refused. The returned
+// function removes it.
+func (h *harness) admitAtMostMachines(maxMachines int, message string, inDryRun bool) (remove func()) {
 	t := h.t
 	t.Helper()
 	const name = "e2e-node-group-size"
+	// A probe annotation is refused in any request: once a dry run with it is refused, the
+	// policy's other rule is enforced too.
+	const probe, probeMessage = "e2e.magnum-gitops.io/admission-probe", "the admission policy is enforced"
+	size := fmt.Sprintf("!has(object.spec.replicas) || object.spec.replicas <= %d", maxMachines)
+	if !inDryRun {
+		size = "request.dryRun || " + size
+	}
 	policy := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
 		"metadata": map[string]any{"name": name},
@@ -654,9 +664,11 @@ func (h *harness) admitAtMostMachines(maxMachines int, message string) (remove f
 			"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
 				"apiGroups": []any{"cluster.x-k8s.io"}, "apiVersions": []any{"*"},
 				"operations": []any{"CREATE", "UPDATE"}, "resources": []any{"machinedeployments"}}}},
-			"validations": []any{map[string]any{
-				"expression": fmt.Sprintf("!has(object.spec.replicas) || object.spec.replicas <= %d", maxMachines),
-				"message":    message}},
+			"validations": []any{
+				map[string]any{"expression": size, "message": message},
+				map[string]any{"expression": fmt.Sprintf("!has(object.metadata.annotations) || !(%q in object.metadata.annotations)", probe),
+					"message": probeMessage},
+			},
 		}}}
 	binding := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
@@ -668,12 +680,12 @@ func (h *harness) admitAtMostMachines(maxMachines int, message string) (remove f
 			t.Fatalf("creating %s %s: %v", o.GetKind(), name, err)
 		}
 	}
-	// Enforced once a dry-run scale past the limit is refused with the policy's message.
+	// Enforced once a dry run with the probe is refused with its message.
 	h.waitFor("the admission policy to be enforced", time.Minute, func() (bool, string) {
 		for _, md := range h.list(gvkMDV2, "") {
-			p := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, maxMachines+1))
+			p := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"1"}}}`, probe))
 			err := h.c.Patch(h.ctx, &md, p, client.DryRunAll)
-			return err != nil && strings.Contains(err.Error(), message), fmt.Sprintf("dry run: %v", err)
+			return err != nil && strings.Contains(err.Error(), probeMessage), fmt.Sprintf("dry run: %v", err)
 		}
 		return false, "no MachineDeployment to try the policy on"
 	})

@@ -698,8 +698,12 @@ func (h *harness) writeMagnumConfig() {
 		serve["reconcile_request"] = map[string]any{"namespace": fluxNamespace, "name": sourceName}
 	}
 	if h.argo {
-		// The parent Application stands where the root Kustomization does.
+		// The parent Application stands where the root Kustomization does, and is what
+		// serve asks Argo CD to refresh (the namespace is argo.namespace's).
 		serve["kustomization"] = argocd.Namespace + "/" + argoParentName
+		if h.requestReconcile {
+			serve["reconcile_request"] = map[string]any{"name": argoParentName}
+		}
 	}
 	flux := map[string]any{"path": h.fluxPath}
 	if h.capi != nil {
