@@ -97,7 +97,7 @@ E2E_ARGOCD_ENV = $(if $(filter 1,$(E2E_ARGOCD)),ARGOCD_TESTS=1 ARGOCD_BIN="$$(ha
 e2e: testbin flux capi gitea build ## End to end through the real Flux, Argo CD and Cluster API controllers and a real Gitea (test/e2e; E2E_FULL=1 for the interval run too)
 	KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" CAPI_BIN="$$(hack/capi.sh | tail -n 1)" \
 	  GITEA_BIN="$$(hack/gitea.sh | tail -n 1)" $(E2E_ARGOCD_ENV) \
-	  MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -count=1 -timeout 60m -v \
+	  MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -count=1 -timeout 90m -v \
 	  $(if $(E2E_RUN),-run '$(E2E_RUN)') $(if $(E2E_SKIP),-skip '$(E2E_SKIP)')
 
 argocd: ## Build or reuse Argo CD v3.6.1's controllers and helm, from the Go module proxy (first build ~5-18 min)
