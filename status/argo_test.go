@@ -100,6 +100,13 @@ func TestArgoChain(t *testing.T) {
 	if r.Status != v1alpha1.DeleteInProgress || !strings.Contains(r.StatusReason, "Argo CD to delete Application k1-abc") {
 		t.Errorf("deleting with the Application left: %s %q", r.Status, r.StatusReason)
 	}
+	// With the Cluster not yet being deleted, it is still Argo CD the delete waits for.
+	cluster := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+		"metadata": map[string]any{"name": stackID, "namespace": "magnum-p1"}}}
+	r = status.Evaluate(d, status.Objects{Application: application(t, stackID, "sync: {status: Synced}"), Cluster: cluster}, status.Options{Now: now})
+	if r.Status != v1alpha1.DeleteInProgress || r.StatusReason != "waiting for Argo CD to delete Application k1-abc and prune its resources" {
+		t.Errorf("deleting with the Application and the Cluster left: %s %q", r.Status, r.StatusReason)
+	}
 }
 
 // TestArgoCompared: a cluster's Application speaks of the commit only once Argo CD compared

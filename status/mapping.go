@@ -129,6 +129,17 @@ func deadline(a v1alpha1.Action, opts Options) time.Duration {
 	return opts.DeleteTimeout
 }
 
+// uninstalling is what a delete waits for before Cluster API deletes the Cluster: Flux to
+// uninstall the HelmRelease, or in Argo mode (the cluster's Application, or the
+// repository's, is there) Argo CD to delete the Application, whose resources finalizer
+// deletes the chart's objects.
+func uninstalling(v View, o Objects) string {
+	if o.HelmRelease == nil && (o.Application != nil || isApplication(o.Kustomization)) {
+		return "waiting for Argo CD to delete Application " + v.StackID + " and prune its resources"
+	}
+	return "waiting for Flux to uninstall HelmRelease " + v.StackID
+}
+
 // deleting: DELETE_IN_PROGRESS while the CAPI Cluster exists, DELETE_COMPLETE once it is
 // gone (and Flux has dropped the HelmRelease), which is when Secrets may go. Neither
 // before Flux has applied the delete's revision: a create that Flux has not applied yet
@@ -150,7 +161,7 @@ func deleting(v View, o Objects, opts Options, cc conditionCache, pending string
 		if d.Status == True {
 			reason = "Cluster " + v.StackID + ": " + oneLine(cmp.Or(d.Message, d.Reason))
 		} else if o.Cluster.GetDeletionTimestamp() == nil {
-			reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
+			reason = uninstalling(v, o)
 		}
 		// What else holds a Cluster being deleted: CAPI's own finalizer is what its Deleting
 		// condition describes; any other (another controller's, or an operator's) keeps the
@@ -161,10 +172,8 @@ func deleting(v View, o Objects, opts Options, cc conditionCache, pending string
 				reason += "; held by finalizers " + strings.Join(others, ", ")
 			}
 		}
-	case o.HelmRelease != nil:
-		reason = "waiting for Flux to uninstall HelmRelease " + v.StackID
-	case o.Application != nil:
-		reason = "waiting for Argo CD to delete Application " + v.StackID + " and prune its resources"
+	case o.HelmRelease != nil || o.Application != nil:
+		reason = uninstalling(v, o)
 	default:
 		return v1alpha1.DeleteComplete, "", true
 	}
