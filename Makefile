@@ -19,7 +19,7 @@ LDFLAGS_VERSION = -X github.com/magnum-gitops/magnum-gitops/internal/buildinfo.V
 
 export GOTOOLCHAIN := local
 
-.PHONY: help build test test-unit test-driver testbin flux capi gitea argocd e2e e2e-argocd e2e-argocd-capi e2e-magnum e2e-magnum-capi e2e-scale demo bench fuzz update-golden schemas vet lint fmt clean
+.PHONY: help build test test-unit test-driver testbin flux capi gitea argocd e2e e2e-argocd e2e-argocd-capi e2e-argocd-scale e2e-magnum e2e-magnum-capi e2e-scale demo bench fuzz update-golden schemas vet lint fmt clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -117,6 +117,14 @@ e2e-argocd-capi: testbin flux capi argocd build ## Cluster API through real Argo
 	ARGOCD_TESTS=1 KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" CAPI_BIN="$$(hack/capi.sh | tail -n 1)" \
 	  ARGOCD_BIN="$$(hack/argocd.sh | tail -n 1)" SOPS_BIN="$$(hack/sops.sh | tail -n 1)" KUSTOMIZE_BIN="$$(hack/kustomize.sh | tail -n 1)" \
 	  MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -run '^TestE2EArgoClusterAPI' -count=1 -timeout 30m -v
+
+# Argo CD (and Flux) at scale: ARGOCD_SCALE clusters in one commit, every Application synced,
+# each controller's CPU and peak memory (test/e2e TestE2EArgoScale; docs/figures-argocd.md).
+ARGOCD_SCALE ?= 100
+e2e-argocd-scale: testbin flux argocd build ## Argo CD and Flux at scale (ARGOCD_SCALE clusters; not in CI)
+	ARGOCD_TESTS=1 ARGOCD_SCALE=$(ARGOCD_SCALE) KUBEBUILDER_ASSETS="$(TESTBIN_DIR)" FLUX_BIN="$$(hack/flux.sh | tail -n 1)" \
+	  ARGOCD_BIN="$$(hack/argocd.sh | tail -n 1)" SOPS_BIN="$$(hack/sops.sh | tail -n 1)" KUSTOMIZE_BIN="$$(hack/kustomize.sh | tail -n 1)" \
+	  MAGNUM_GITOPS_BIN="$(CURDIR)/$(BIN)" $(GO) test $(GOFLAGS) -tags e2e ./test/e2e -run '^TestE2EArgoScale$$' -count=1 -timeout 150m -v
 
 # The real Magnum 15 (magnum-api, magnum-conductor, Keystone, Glance, RabbitMQ, MariaDB from
 # Debian, installed on first use) with the driver shim installed from its wheel, driven by
