@@ -66,7 +66,10 @@ import (
 // Application every 10 s, with that period ("10s" keeps the harness's).
 // ARGOCD_SCALE_PARENTS=namespace replaces the one parent Application with one per
 // project namespace (as an ApplicationSet with a Git directory generator would make
-// them), created right after the push. ARGOCD_SCALE_VALUES=string moves each
+// them), created right after the push, ARGOCD_SCALE_PARENT_BATCH at a time (all at
+// once by default; the next batch once those created have synced: at 1,000 clusters a
+// hundred parents at once time out in the repo-server together, each streaming the whole
+// repository to the plugin). ARGOCD_SCALE_VALUES=string moves each
 // Application's helm.valuesObject, as YAML text, to helm.values: the chart's values
 // hold nulls, which Argo CD's merge patch of the Application's status drops from
 // status.sync.comparedTo, so that the controller finds spec.source changed and compares
@@ -82,6 +85,9 @@ func TestE2EArgoScale(t *testing.T) {
 		reconciliation: envDuration(t, "ARGOCD_SCALE_RECONCILIATION", 120*time.Second), parents: os.Getenv("ARGOCD_SCALE_PARENTS"),
 		values: os.Getenv("ARGOCD_SCALE_VALUES")}
 	s.projects = max(1, s.n/10)
+	if v := os.Getenv("ARGOCD_SCALE_PARENT_BATCH"); v != "" {
+		s.parentBatch = envInt(t, "ARGOCD_SCALE_PARENT_BATCH", 0)
+	}
 	s.wait = envDuration(t, "ARGOCD_SCALE_WAIT", 10*time.Minute+time.Duration(s.n)*2*time.Second)
 	if s.parents == "" {
 		s.parents = parentsOne
@@ -123,6 +129,9 @@ func TestE2EArgoScale(t *testing.T) {
 			r := argoScaleResult{mode: mode, n: s.n, projects: s.projects}
 			if mode == generator.FormatArgo {
 				r.mode += "/" + s.parents + "/" + s.values
+				if s.parents == parentsNamespace && s.parentBatch > 0 {
+					r.mode += fmt.Sprintf("/b%d", s.parentBatch)
+				}
 				r.plugin = timeSOPSPlugin(t, trees[mode], id)
 				if s.values == valuesString {
 					helmValuesAsString(t, trees[mode])
@@ -161,6 +170,8 @@ type scaleSettings struct {
 	// parentsNamespace.
 	reconciliation time.Duration
 	parents        string
+	// parentBatch is how many namespace parents are created at a time (0: all).
+	parentBatch int
 	// values is valuesObject or valuesString.
 	values string
 }
@@ -424,6 +435,7 @@ func runFormatScale(t *testing.T, b *binaries, id *age.X25519Identity, tree stri
 		defer h.keepLogs(filepath.Join(dir, strings.ReplaceAll(r.mode, "/", "-")))
 	}
 	parents := []string{argoParentName}
+	var pending []*unstructured.Unstructured // namespace parents not created yet
 	if argo {
 		if s.reconciliation != 10*time.Second {
 			h.restartArgoCD(s.reconciliation)
@@ -462,11 +474,14 @@ func runFormatScale(t *testing.T, b *binaries, id *age.X25519Identity, tree stri
 	case !argo:
 		h.reconcileNow(gvkGitRepository, sourceName)
 	case s.parents == parentsNamespace:
-		parents = h.applyNamespaceParents(tree)
+		pending = h.namespaceParents(tree)
+		for _, p := range pending {
+			parents = append(parents, p.GetName())
+		}
 	default:
 		h.argoCD.Refresh(argoParentName, "normal")
 	}
-	h.waitDeployed(r, parents, rev, pushed, s.wait)
+	h.waitDeployed(r, parents, pending, s.parentBatch, rev, pushed, s.wait)
 	after := childCosts()
 	r.loadEnd = loadAverage()
 	r.costs = costDelta(before, after)
@@ -550,10 +565,10 @@ func (h *harness) restartArgoCD(reconciliation time.Duration) {
 	t.Logf("Argo CD restarted with timeout.reconciliation %s", reconciliation)
 }
 
-// applyNamespaceParents creates, for each project namespace's directory of tree, the
-// parent Application of deploy/argocd with that directory as its path (named
-// magnum-clusters-<namespace>), and returns their names.
-func (h *harness) applyNamespaceParents(tree string) []string {
+// namespaceParents makes, for each project namespace's directory of tree, the parent
+// Application of deploy/argocd with that directory as its path, named
+// magnum-clusters-<namespace>; waitDeployed creates them.
+func (h *harness) namespaceParents(tree string) []*unstructured.Unstructured {
 	t := h.t
 	t.Helper()
 	file := filepath.Join(testenv.RepoRoot(), "deploy", "argocd", "application.yaml")
@@ -565,7 +580,7 @@ func (h *harness) applyNamespaceParents(tree string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var apps []*unstructured.Unstructured
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
@@ -580,24 +595,36 @@ func (h *harness) applyNamespaceParents(tree string) []string {
 				t.Fatal(err)
 			}
 		}
-		if err := h.c.Create(h.ctx, app); err != nil {
-			t.Fatalf("creating the parent Application %s: %v", app.GetName(), err)
-		}
-		names = append(names, app.GetName())
+		apps = append(apps, app)
 	}
-	return names
+	return apps
 }
 
 // waitDeployed polls, every r.pollEvery, until the commit rev is applied and every one of
-// r.n clusters is deployed (see TestE2EArgoScale), or wait has passed since pushed. In
-// Argo mode it stops early when the repo-server has paused a parent's manifest
-// generation after repeated failures (Argo CD tries it again only an hour later).
-func (h *harness) waitDeployed(r *argoScaleResult, parents []string, rev string, pushed time.Time, wait time.Duration) {
+// r.n clusters is deployed (see TestE2EArgoScale), or wait has passed since pushed. It
+// creates the pending parent Applications, batch at a time (all at once with 0), each
+// batch once every parent created before has synced. In Argo mode it stops early when
+// the repo-server has paused a parent's manifest generation after repeated failures
+// (Argo CD tries it again only an hour later).
+func (h *harness) waitDeployed(r *argoScaleResult, parents []string, pending []*unstructured.Unstructured, batch int, rev string, pushed time.Time, wait time.Duration) {
 	deadline := pushed.Add(wait)
 	lastLog := time.Now()
+	created := len(parents) - len(pending)
 	for {
 		r.polls++
-		applied, deployed, states, why := h.scaleState(r.mode, parents, rev)
+		applied, synced, deployed, states, why := h.scaleState(r.mode, parents, rev)
+		if len(pending) > 0 && synced >= created {
+			n := len(pending)
+			if batch > 0 {
+				n = min(batch, n)
+			}
+			for _, app := range pending[:n] {
+				if err := h.c.Create(h.ctx, app); err != nil {
+					h.t.Fatalf("creating the parent Application %s: %v", app.GetName(), err)
+				}
+			}
+			pending, created = pending[n:], created+n
+		}
 		now := time.Since(pushed)
 		if applied && r.applied == 0 {
 			r.applied = now
@@ -632,16 +659,16 @@ func (h *harness) waitDeployed(r *argoScaleResult, parents []string, rev string,
 }
 
 // scaleState reads whether rev is applied (every parent Application synced it, or the
-// root Kustomization applied it), how many clusters are deployed, the count of each
-// cluster state, and what the first parent not synced, or the root, shows.
-func (h *harness) scaleState(mode string, parents []string, rev string) (applied bool, deployed int, states map[string]int, why string) {
+// root Kustomization applied it), how many parents synced it, how many clusters are
+// deployed, the count of each cluster state, and what the first parent not synced, or the
+// root, shows.
+func (h *harness) scaleState(mode string, parents []string, rev string) (applied bool, synced, deployed int, states map[string]int, why string) {
 	states = map[string]int{}
 	if strings.HasPrefix(mode, generator.FormatArgo) {
 		isParent := map[string]bool{}
 		for _, p := range parents {
 			isParent[p] = true
 		}
-		synced := 0
 		for _, app := range h.list(argocd.ApplicationGVK, argocd.Namespace) {
 			if isParent[app.GetName()] {
 				ok, state := argoSyncedAt(&app, rev)
@@ -659,12 +686,15 @@ func (h *harness) scaleState(mode string, parents []string, rev string) (applied
 				deployed++
 			}
 		}
-		return synced == len(parents), deployed, states, why
+		return synced == len(parents), synced, deployed, states, why
 	}
 	if k, ok := h.get(gvkKustomization, fluxNamespace, sourceName); ok {
 		last, _, _ := unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
 		st, reason, msg, _ := condition(k, "Ready")
 		applied, why = last == "main@sha1:"+rev, fmt.Sprintf("Kustomization Ready=%s %s: %.300s", st, reason, msg)
+	}
+	if applied {
+		synced = 1
 	}
 	for _, hr := range h.list(gvkHelmRelease, "") {
 		st, reason, _, _ := condition(&hr, "Ready")
@@ -673,7 +703,7 @@ func (h *harness) scaleState(mode string, parents []string, rev string) (applied
 			deployed++
 		}
 	}
-	return applied, deployed, states, why
+	return applied, synced, deployed, states, why
 }
 
 // childCosts reads, for every live child of the test process (the harness's processes,
@@ -808,7 +838,7 @@ func machineSummary() string {
 // push window, and its CPU during the idle window (per cluster and minute).
 func formatScaleTable(results []argoScaleResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-21s %6s %5s %9s %9s %9s %9s %10s %9s %8s %7s %6s %11s %6s %6s  %-16s %-16s %s\n", "mode", "N", "ns", "applied", "first", "all",
+	fmt.Fprintf(&b, "%-24s %6s %5s %9s %9s %9s %9s %10s %9s %8s %7s %6s %11s %6s %6s  %-16s %-16s %s\n", "mode", "N", "ns", "applied", "first", "all",
 		"s/cluster", "API req", "req/clust", "git MiB", "charts", "polls", "idle req/m", "syncs", "differ", "load start", "load end", "result")
 	for _, r := range results {
 		result := "ok"
@@ -819,7 +849,7 @@ func formatScaleTable(results []argoScaleResult) string {
 		if r.idle > 0 {
 			idleReq = r.idleRequests / r.idle.Minutes()
 		}
-		fmt.Fprintf(&b, "%-21s %6d %5d %8.1fs %8.1fs %8.1fs %9.3f %10.0f %9.1f %8.1f %7d %6d %11.0f %6d %6d  %-16s %-16s %s\n", r.mode, r.n, r.projects,
+		fmt.Fprintf(&b, "%-24s %6d %5d %8.1fs %8.1fs %8.1fs %9.3f %10.0f %9.1f %8.1f %7d %6d %11.0f %6d %6d  %-16s %-16s %s\n", r.mode, r.n, r.projects,
 			r.applied.Seconds(), r.first.Seconds(), r.all.Seconds(), r.all.Seconds()/float64(r.n), r.apiRequests, r.apiRequests/float64(r.n),
 			r.gitMiB, r.chartRequests, r.polls, idleReq, r.idleSyncs, r.differs, r.loadStart, r.loadEnd, result)
 	}
@@ -829,7 +859,7 @@ func formatScaleTable(results []argoScaleResult) string {
 				r.plugin.files, r.plugin.wall.Seconds(), r.plugin.cpu.Seconds(), 1000*r.plugin.cpu.Seconds()/float64(r.n))
 		}
 	}
-	fmt.Fprintf(&b, "\n%-21s %-30s %10s %14s %12s %10s %14s\n", "mode", "process", "CPU s", "CPU ms/cluster", "peak RSS MiB", "idle CPU s", "idle ms/cl/min")
+	fmt.Fprintf(&b, "\n%-24s %-30s %10s %14s %12s %10s %14s\n", "mode", "process", "CPU s", "CPU ms/cluster", "peak RSS MiB", "idle CPU s", "idle ms/cl/min")
 	for _, r := range results {
 		idle := map[string]float64{}
 		for _, c := range r.idleCosts {
@@ -843,11 +873,11 @@ func formatScaleTable(results []argoScaleResult) string {
 		}
 		total, idleTotal := 0.0, 0.0
 		for _, c := range r.costs {
-			fmt.Fprintf(&b, "%-21s %-30s %10.1f %14.1f %12.0f %10.1f %14.2f\n", r.mode, c.name, c.cpu, 1000*c.cpu/float64(r.n), c.peakMiB, idle[c.name], perMin(idle[c.name]))
+			fmt.Fprintf(&b, "%-24s %-30s %10.1f %14.1f %12.0f %10.1f %14.2f\n", r.mode, c.name, c.cpu, 1000*c.cpu/float64(r.n), c.peakMiB, idle[c.name], perMin(idle[c.name]))
 			total += c.cpu
 			idleTotal += idle[c.name]
 		}
-		fmt.Fprintf(&b, "%-21s %-30s %10.1f %14.1f %12s %10.1f %14.2f\n", r.mode, "TOTAL", total, 1000*total/float64(r.n), "", idleTotal, perMin(idleTotal))
+		fmt.Fprintf(&b, "%-24s %-30s %10.1f %14.1f %12s %10.1f %14.2f\n", r.mode, "TOTAL", total, 1000*total/float64(r.n), "", idleTotal, perMin(idleTotal))
 	}
 	return b.String()
 }
