@@ -21,8 +21,11 @@ var argoApplication = schema.GroupVersionKind{Group: ArgoGroup, Version: "v1alph
 
 // isApplication tells Argo CD's Application.
 func isApplication(u *unstructured.Unstructured) bool {
+	if u == nil {
+		return false
+	}
 	group, _ := splitAPIVersion(u)
-	return u != nil && group == ArgoGroup && kindOf(u) == "Application"
+	return group == ArgoGroup && kindOf(u) == "Application"
 }
 
 // argoApplied is Applied for the Application that syncs the repository. Its
