@@ -71,6 +71,7 @@ func Evaluate(v View, o Objects, opts Options) Report {
 		}
 	}
 	r.HealthStatus, r.HealthReason = health(v, o, cc)
+	r.LeftOver = leftOver(v, o, gitops)
 
 	action := v.Status.Action()
 	switch {
@@ -202,13 +203,11 @@ func progress(v View, o Objects, opts Options, cc conditionCache, gitops *blocke
 	if b := controlPlaneDone(v, o, opts, cc); b != nil {
 		return b
 	}
-	wanted := map[string]bool{}
 	for _, ng := range v.NodeGroups {
 		if ng.Role == v1alpha1.RoleMaster || ng.Status.Action() == v1alpha1.ActionDelete {
 			continue
 		}
 		name := magnum.ChartComponentName(v.StackID, magnum.SanitizedName(ng.Name))
-		wanted[name] = true
 		md := find(o.MachineDeployments, name)
 		if md == nil {
 			return &blocker{reason: "waiting for MachineDeployment " + name}
@@ -218,7 +217,9 @@ func progress(v View, o Objects, opts Options, cc conditionCache, gitops *blocke
 		}
 	}
 	// A MachineDeployment no node group wants any more (a deleted group's) is done only once
-	// it is gone: until then CAPI is still deleting its machines.
+	// it is gone: until then CAPI is still deleting its machines (in Argo mode, once serve
+	// has deleted it: leftOver).
+	wanted := wantedMachineDeployments(v)
 	for _, md := range o.MachineDeployments {
 		if !wanted[md.GetName()] {
 			return &blocker{reason: fmt.Sprintf("waiting for MachineDeployment %s to be deleted (%d machines left)",

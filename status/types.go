@@ -111,6 +111,10 @@ type Report struct {
 	// SecretsRemovable is the delete signal: the CAPI Cluster is gone, so the cluster's
 	// Secrets (and application credential) may be removed.
 	SecretsRemovable bool `json:"secrets_removable"`
+	// LeftOver are objects of the cluster its GitOps tool leaves once it has applied the
+	// commit, which serve deletes (leftOver: in Argo mode, deleted node groups'
+	// MachineDeployments).
+	LeftOver []ObjectRef `json:"-"`
 	// WorkerGroups counts the worker node groups not being deleted: Magnum's PATCH of
 	// node_count resizes its default worker group, so only with one group is the cluster's
 	// node_count that group's.

@@ -3,6 +3,7 @@ package apivalidation
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
+	"github.com/magnum-gitops/magnum-gitops/internal/servicechart"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
@@ -100,5 +103,93 @@ func TestDeployRBAC(t *testing.T) {
 	}
 	if err := sa.List(ctx, &corev1.EventList{}, client.InNamespace("magnum-rbac-test")); !apierrors.IsForbidden(err) {
 		t.Errorf("listing Events: %v, want forbidden", err)
+	}
+}
+
+// TestArgoRBAC renders the chart in Argo mode and acts as its service account: it may
+// delete a MachineDeployment of the chart that Argo CD applied (a deleted node group's,
+// which Argo CD never prunes), and no other MachineDeployment (the admission policy).
+func TestArgoRBAC(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	const ns = "magnum-argo-rbac-test"
+	for _, n := range []string{servicechart.DeployNamespace, ns} {
+		if err := env.EnsureNamespace(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch, err := servicechart.Load(testenv.RepoRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := serviceChartValues(t, "deploy-service-values.yaml")
+	vals["config"].(map[string]any)["format"] = "argo"
+	m, err := servicechart.Render(ch, servicechart.DeployRelease, servicechart.DeployNamespace, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := chartrender.Parse(strings.NewReader(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := 0
+	for _, o := range objs {
+		if strings.HasSuffix(o.GetName(), "-node-group-cleanup") {
+			if err := apply(ctx, o); err != nil {
+				t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+			applied++
+		}
+	}
+	if applied != 4 {
+		t.Fatalf("%d node-group-cleanup objects rendered in Argo mode, want a ClusterRole, its binding, a policy and its binding", applied)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:magnum-gitops:magnum-gitops",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:magnum-gitops", "system:authenticated"}}
+	sa, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := func(name string, labels, annotations map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"clusterName": "k1", "selector": map[string]any{},
+			"template": map[string]any{"spec": map[string]any{"clusterName": "k1",
+				"bootstrap":         map[string]any{"dataSecretName": "k1-bootstrap"},
+				"infrastructureRef": map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "OpenStackMachineTemplate", "name": "k1"}}}}}}
+		u.SetAPIVersion("cluster.x-k8s.io/v1beta1")
+		u.SetKind("MachineDeployment")
+		u.SetNamespace(ns)
+		u.SetName(name)
+		u.SetLabels(labels)
+		u.SetAnnotations(annotations)
+		if err := env.Client.Create(ctx, u); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	chart := map[string]string{magnum.LabelChartCluster: "k1"}
+	// Enforced once the API server has loaded the policy: until then the delete of the
+	// operator's own MachineDeployment goes through, so it is made again.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := sa.Delete(ctx, md("k1-operators", chart, nil))
+		if err != nil && strings.Contains(err.Error(), "only the MachineDeployments of Magnum clusters that Argo CD applied") {
+			break // the policy's refusal, not RBAC's before the binding is seen
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the service account deleted a MachineDeployment Argo CD did not apply: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	tracked := map[string]string{"argocd.argoproj.io/tracking-id": "k1:cluster.x-k8s.io/MachineDeployment:" + ns + "/k1-gpu"}
+	if err := sa.Delete(ctx, md("other-gpu", nil, tracked)); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+		t.Errorf("deleting a MachineDeployment not of the chart: %v, want forbidden", err)
+	}
+	if err := sa.Delete(ctx, md("k1-gpu", chart, tracked)); err != nil {
+		t.Errorf("deleting a deleted node group's MachineDeployment Argo CD applied: %v", err)
+	}
+	if err := sa.Update(ctx, md("k1-default-worker", chart, tracked)); !apierrors.IsForbidden(err) {
+		t.Errorf("updating a MachineDeployment: %v, want forbidden", err)
 	}
 }

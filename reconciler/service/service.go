@@ -59,8 +59,9 @@ type Options struct {
 	HealthInterval time.Duration
 	// ResyncInterval re-renders every cluster from its record (0: only at start).
 	ResyncInterval time.Duration
-	// DeleteInterval is how often deleted clusters are checked for their second phase, and
-	// chained upgrades for their next step.
+	// DeleteInterval is how often deleted clusters are checked for their second phase,
+	// chained upgrades for their next step, and in Argo mode deleted node groups for the
+	// MachineDeployment Argo CD leaves (leftovers.go).
 	DeleteInterval time.Duration
 	// Elect, when set, blocks until this replica leads and returns a context that ends
 	// when it stops leading; nil means this replica always leads.

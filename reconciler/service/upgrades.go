@@ -10,10 +10,12 @@ import (
 
 // requeue is the leader's level trigger: every deleted cluster, and every cluster in the
 // middle of a chained upgrade, is reconciled again, so that its delete or upgrade step
-// takes it further when the management cluster allows it.
+// takes it further when the management cluster allows it; and in Argo mode, what Argo CD
+// leaves of a deleted node group goes (leftovers.go).
 func (s *Service) requeue(ctx context.Context) {
 	s.deletes(ctx)
 	s.upgrades(ctx)
+	s.leftOvers(ctx)
 }
 
 // upgrades requeues the clusters whose HelmRelease (in Argo mode, Application) deploys a

@@ -136,11 +136,13 @@ func TestE2EArgoClusterAPI(t *testing.T) {
 	}
 	// Argo CD never prunes a MachineDeployment: Cluster API makes the Cluster its owner, and
 	// Argo CD leaves objects with an owner out of what it manages (gitops-engine's managed
-	// objects). serve says what the delete waits for, and does not call it complete, until
-	// the operator deletes the MachineDeployment by hand (docs/management-cluster.md).
+	// objects). serve deletes it once the Application is at the delete's commit
+	// (status.Report.LeftOver), so the delete ends as with Flux, without a hand.
 	run("nodegroup delete", filepath.Join(events, "05-prod-a-delete-nodegroup.yaml"), "UPDATE_COMPLETE",
-		h.deletedByHand(uuid, a.namespace, a.release+"-gpu-a100",
-			h.capiSettled(a.namespace, a.release, 3, map[string]int64{"default-worker": 5})))
+		h.capiSettled(a.namespace, a.release, 3, map[string]int64{"default-worker": 5}))
+	if _, ok := h.get(gvkMDV2, a.namespace, a.release+"-gpu-a100"); ok {
+		t.Errorf("nodegroup delete: MachineDeployment %s-gpu-a100 still there at UPDATE_COMPLETE", a.release)
+	}
 	h.checkHealth(uuid, "HEALTHY")
 
 	// 4. Upgrade Kubernetes v1.33.7 → v1.35.0, two minors: a chain, as with Flux. serve
@@ -255,34 +257,3 @@ func (h *harness) argoRefused(uuid, release, eventFile, message string) {
 		retrying.Round(time.Second), time.Since(t0).Round(time.Second), last.StatusReason)
 }
 
-// deletedByHand is a done function for a node group delete in Argo mode: once serve has
-// said for 30 s that the delete waits for MachineDeployment md, which Argo CD does not
-// prune, it deletes md as the operator is told to, then reports settled's answer.
-func (h *harness) deletedByHand(uuid, ns, md string, settled func() (bool, string)) func() (bool, string) {
-	var held time.Time
-	deleted := false
-	return func() (bool, string) {
-		if deleted {
-			return settled()
-		}
-		s := h.serveStatusOf(uuid)
-		if s.Status != "UPDATE_IN_PROGRESS" || !strings.Contains(s.StatusReason, "MachineDeployment "+md+" to be deleted") {
-			return false, "serve: " + s.Status + ": " + s.StatusReason
-		}
-		if held.IsZero() {
-			held = time.Now()
-		}
-		if time.Since(held) < 30*time.Second {
-			return false, "serve waits for MachineDeployment " + md + " to be deleted"
-		}
-		if _, ok := h.get(gvkMDV2, ns, md); !ok {
-			h.t.Fatalf("MachineDeployment %s went without a hand: Argo CD prunes it now, and the docs say otherwise", md)
-		}
-		if err := h.c.Delete(h.ctx, h.object(gvkMDV2, ns, md)); err != nil {
-			h.t.Fatalf("deleting MachineDeployment %s by hand: %v", md, err)
-		}
-		h.t.Logf("MachineDeployment %s deleted by hand after serve waited %s for it", md, time.Since(held).Round(time.Second))
-		deleted = true
-		return false, "MachineDeployment " + md + " deleted by hand"
-	}
-}

@@ -1,0 +1,71 @@
+package status
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
+)
+
+// ArgoTrackingAnnotation is how Argo CD marks the objects an Application applied (its
+// default resource tracking): "<application>:<group>/<kind>:<namespace>/<name>".
+const ArgoTrackingAnnotation = "argocd.argoproj.io/tracking-id"
+
+// ObjectRef names one object of the management cluster.
+type ObjectRef struct {
+	GVK       schema.GroupVersionKind
+	Namespace string
+	Name      string
+}
+
+// wantedMachineDeployments names the MachineDeployments the Magnum view asks for: one per
+// worker node group not being deleted.
+func wantedMachineDeployments(v View) map[string]bool {
+	wanted := map[string]bool{}
+	for _, ng := range v.NodeGroups {
+		if ng.Role == v1alpha1.RoleMaster || ng.Status.Action() == v1alpha1.ActionDelete {
+			continue
+		}
+		wanted[magnum.ChartComponentName(v.StackID, magnum.SanitizedName(ng.Name))] = true
+	}
+	return wanted
+}
+
+// leftOver is what the GitOps tool leaves of a cluster once it has applied the commit,
+// which serve deletes itself. Flux leaves nothing: Helm deletes what a release no longer
+// renders. Argo CD never prunes a MachineDeployment: Cluster API makes the Cluster its
+// owner, and Argo CD leaves an object with an owner out of what it manages, so a deleted
+// node group's MachineDeployment would stay, its machines running. Only one the cluster's
+// Application applied (its tracking annotation names the Application), that no node group
+// wants, that is not being deleted yet, and only once the Application is at the commit
+// (gitops is nil): before that, Argo CD may still be applying a group the view wants.
+func leftOver(v View, o Objects, gitops *blocker) []ObjectRef {
+	if gitops != nil || o.Application == nil || o.HelmRelease != nil || v.Status.Action() == v1alpha1.ActionDelete {
+		return nil
+	}
+	wanted := wantedMachineDeployments(v)
+	var out []ObjectRef
+	for _, md := range o.MachineDeployments {
+		if wanted[md.GetName()] || md.GetDeletionTimestamp() != nil || !trackedBy(md, o.Application.GetName()) {
+			continue
+		}
+		out = append(out, ObjectRef{GVK: md.GroupVersionKind(), Namespace: md.GetNamespace(), Name: md.GetName()})
+	}
+	return out
+}
+
+// trackedBy tells whether Argo CD's Application app applied u. An Application outside
+// Argo CD's own namespace is spelled "<namespace>_<name>" in the annotation.
+func trackedBy(u *unstructured.Unstructured, app string) bool {
+	owner, _, ok := strings.Cut(u.GetAnnotations()[ArgoTrackingAnnotation], ":")
+	if !ok {
+		return false
+	}
+	if _, name, qualified := strings.Cut(owner, "_"); qualified {
+		owner = name
+	}
+	return owner == app
+}

@@ -1,0 +1,99 @@
+package status_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/status"
+)
+
+// TestLeftOver: what serve deletes because Argo CD leaves it (a deleted node group's
+// MachineDeployment), judged behind the Application recorded from the real Argo CD.
+func TestLeftOver(t *testing.T) {
+	t.Parallel()
+	recorded := func(name string) *unstructured.Unstructured {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("../fixtures/status/argo", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	synced := recorded("01-synced-healthy.yaml") // Application "demo", synced at its revision
+	at, _, _ := unstructured.NestedString(synced.Object, "status", "sync", "revision")
+	md := func(name, tracking string, deleting bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+		u.SetKind("MachineDeployment")
+		u.SetNamespace("demo")
+		u.SetName(name)
+		if tracking != "" {
+			u.SetAnnotations(map[string]string{status.ArgoTrackingAnnotation: tracking})
+		}
+		if deleting {
+			u.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		}
+		return u
+	}
+	now := time.Date(2026, 11, 28, 20, 0, 0, 0, time.UTC)
+	view := func(s v1alpha1.ClusterStatus, revision string) status.View {
+		return status.View{ClusterUUID: "u1", StackID: "demo", Namespace: "demo", Status: s, Since: now.Add(-time.Minute), Revision: revision,
+			NodeGroups: []status.NodeGroupView{
+				{Name: "default-master", Role: v1alpha1.RoleMaster, Status: s, IsDefault: true, NodeCount: 1},
+				{Name: "default-worker", Role: "worker", Status: s, IsDefault: true, NodeCount: 2},
+				{Name: "gpu", Role: "worker", Status: v1alpha1.DeleteInProgress, NodeCount: 1},
+			}}
+	}
+	mds := []*unstructured.Unstructured{
+		md("demo-default-worker", "demo:cluster.x-k8s.io/MachineDeployment:demo/demo-default-worker", false),
+		md("demo-gpu", "demo:cluster.x-k8s.io/MachineDeployment:demo/demo-gpu", false),
+		md("demo-old", "argocd_demo:cluster.x-k8s.io/MachineDeployment:demo/demo-old", false),
+		md("demo-other", "other:cluster.x-k8s.io/MachineDeployment:demo/demo-other", false),
+		md("demo-untracked", "", false),
+		md("demo-going", "demo:cluster.x-k8s.io/MachineDeployment:demo/demo-going", true),
+	}
+	hr := &unstructured.Unstructured{}
+	hr.SetAPIVersion("helm.toolkit.fluxcd.io/v2")
+	hr.SetKind("HelmRelease")
+	for _, tc := range []struct {
+		name string
+		v    status.View
+		o    status.Objects
+		want []string
+	}{
+		{"argo at the commit", view(v1alpha1.UpdateInProgress, at), status.Objects{Application: synced, MachineDeployments: mds},
+			[]string{"demo-gpu", "demo-old"}},
+		{"argo not at the commit yet", view(v1alpha1.UpdateInProgress, "0123456789012345678901234567890123456789"),
+			status.Objects{Application: recorded("02-sync-retrying.yaml"), MachineDeployments: mds}, nil},
+		{"argo failing", view(v1alpha1.UpdateInProgress, at),
+			status.Objects{Application: recorded("03-sync-failed.yaml"), MachineDeployments: mds}, nil},
+		{"the cluster being deleted", view(v1alpha1.DeleteInProgress, at), status.Objects{Application: synced, MachineDeployments: mds}, nil},
+		{"flux", view(v1alpha1.UpdateInProgress, at), status.Objects{HelmRelease: hr, MachineDeployments: mds}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := status.Evaluate(tc.v, tc.o, status.Options{Now: now, UpdateTimeout: time.Hour})
+			var got []string
+			for _, ref := range r.LeftOver {
+				if ref.GVK.Kind != "MachineDeployment" || ref.Namespace != "demo" {
+					t.Errorf("left over: %+v", ref)
+				}
+				got = append(got, ref.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("LeftOver = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
