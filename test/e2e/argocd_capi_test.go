@@ -256,4 +256,3 @@ func (h *harness) argoRefused(uuid, release, eventFile, message string) {
 	h.t.Logf("refused: UPDATE_IN_PROGRESS with Argo CD's message %s after the post, UPDATE_FAILED %s after: %s",
 		retrying.Round(time.Second), time.Since(t0).Round(time.Second), last.StatusReason)
 }
-
