@@ -206,7 +206,10 @@ func TestRenderUpgradeStepArgo(t *testing.T) {
 					t.Errorf("%s = %q, not the step's chart kustomization's", generator.ChartDigestAnnotation, d)
 				}
 			} else {
-				deployed, _, _ = unstructured.NestedMap(app.Object, "spec", "source", "helm", "valuesObject")
+				text, _, _ := unstructured.NestedString(app.Object, "spec", "source", "helm", "values")
+				if err := yaml.Unmarshal([]byte(text), &deployed); err != nil {
+					t.Fatalf("the Application's values: %v", err)
+				}
 			}
 			if deployed["kubernetesVersion"] != tc.wantTo || deployed["machineImageId"] != tc.wantImage {
 				t.Errorf("Argo CD deploys kubernetesVersion %v on %v, want %s on %s", deployed["kubernetesVersion"], deployed["machineImageId"], tc.wantTo, tc.wantImage)

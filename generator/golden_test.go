@@ -53,7 +53,11 @@ func replayGolden(t *testing.T, format string) {
 		// Argo CD gets the same values as Flux, in an Application.
 		checkGolden(t, filepath.Join(base, "change-argo.yaml"), fs.Stream())
 		if res.Objects.Application != nil {
-			vo, _, _ := unstructured.NestedMap(res.Objects.Application.Object, "spec", "source", "helm", "valuesObject")
+			text, _, _ := unstructured.NestedString(res.Objects.Application.Object, "spec", "source", "helm", "values")
+			var vo map[string]any
+			if err := yaml.Unmarshal([]byte(text), &vo); err != nil {
+				t.Fatalf("%s: the Application's values: %v", name, err)
+			}
 			if string(mustJSON(t, vo)) != string(mustJSON(t, res.Values)) {
 				t.Errorf("%s: Application values differ from the HelmRelease values", name)
 			}

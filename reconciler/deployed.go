@@ -94,6 +94,7 @@ func parseDeployed(b, j []byte) (*deployed, error) {
 				TargetRevision string `json:"targetRevision"`
 				Path           string `json:"path"`
 				Helm           struct {
+					Values       string          `json:"values"`
 					ValuesObject json.RawMessage `json:"valuesObject"`
 				} `json:"helm"`
 			} `json:"source"`
@@ -122,6 +123,11 @@ func parseDeployed(b, j []byte) (*deployed, error) {
 	}
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &d.values); err != nil {
+			return nil, err
+		}
+	} else if text := doc.Spec.Source.Helm.Values; text != "" {
+		// An Application's values as the generator writes them: Helm values text.
+		if err := yaml.Unmarshal([]byte(text), &d.values); err != nil {
 			return nil, err
 		}
 	}

@@ -44,7 +44,7 @@ func deployedAt(t *testing.T, p *reconciler.Pipeline, sink *reconciler.GitSink, 
 			Source struct {
 				Path string `json:"path"`
 				Helm struct {
-					ValuesObject values `json:"valuesObject"`
+					Values string `json:"values"`
 				} `json:"helm"`
 			} `json:"source"`
 		} `json:"spec"`
@@ -57,7 +57,11 @@ func deployedAt(t *testing.T, p *reconciler.Pipeline, sink *reconciler.GitSink, 
 	case p.Config.Format != generator.FormatArgo:
 		return obj.Spec.Values.KubernetesVersion, target
 	case obj.Spec.Source.Path == "":
-		return obj.Spec.Source.Helm.ValuesObject.KubernetesVersion, target
+		var v values
+		if err := yaml.Unmarshal([]byte(obj.Spec.Source.Helm.Values), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v.KubernetesVersion, target
 	}
 	var k struct {
 		HelmCharts []struct {

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
 )
 
 // ArgoGroup is the API group of Argo CD's Application.
@@ -260,4 +262,27 @@ func sliceAt(u *unstructured.Unstructured, path ...string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// applicationValues are the chart values of a Helm-source Application: its
+// spec.source.helm.values text, as the generator writes them, or the valuesObject of an
+// Application written before it did; nil for a kustomize source or values that do not
+// parse (then nothing is read from them).
+func applicationValues(app *unstructured.Unstructured) map[string]any {
+	if obj, ok, _ := unstructured.NestedMap(app.Object, "spec", "source", "helm", "valuesObject"); ok {
+		return obj
+	}
+	text := stringAt(app, "spec", "source", "helm", "values")
+	if text == "" {
+		return nil
+	}
+	j, err := yaml.YAMLToJSON([]byte(text))
+	if err != nil {
+		return nil
+	}
+	var values map[string]any
+	if err := utiljson.Unmarshal(j, &values); err != nil {
+		return nil
+	}
+	return values
 }

@@ -121,7 +121,7 @@ func TestArgoCompared(t *testing.T) {
 	v := status.View{ClusterUUID: "u1", StackID: stackID, Namespace: "magnum-p1", Status: v1alpha1.UpdateInProgress,
 		Since: now.Add(-time.Minute), Revision: r2}
 	chartDir := "source: {repoURL: http://git.example/magnum.git, path: clusters/p1/k1/chart, targetRevision: main, kustomize: {patches: [{patch: x}]}}"
-	helmChart := "source: {repoURL: https://charts.example, chart: openstack-cluster, targetRevision: 0.27.0, helm: {valuesObject: {kubernetesVersion: 1.34.3}}}"
+	helmChart := "source: {repoURL: https://charts.example, chart: openstack-cluster, targetRevision: 0.27.0, helm: {values: 'kubernetesVersion: 1.34.3'}}"
 	failedOp := func(rev, source string) string {
 		return "operationState: {phase: Failed, message: 'one or more objects failed to apply, reason: at most 4 machines', syncResult: {revision: " + rev + ", " + source + "}}"
 	}
@@ -131,7 +131,7 @@ func TestArgoCompared(t *testing.T) {
 		reason             string
 	}{
 		{"the spec changed, not compared yet", helmChart,
-			"sync: {status: Synced, revision: 0.27.0, comparedTo: {source: {repoURL: https://charts.example, chart: openstack-cluster, targetRevision: 0.27.0, helm: {valuesObject: {kubernetesVersion: 1.33.7}}}}}\noperationState: {phase: Succeeded}",
+			"sync: {status: Synced, revision: 0.27.0, comparedTo: {source: {repoURL: https://charts.example, chart: openstack-cluster, targetRevision: 0.27.0, helm: {values: 'kubernetesVersion: 1.33.7'}}}}\noperationState: {phase: Succeeded}",
 			v1alpha1.UpdateInProgress, "waiting for Argo CD to compare Application k1-abc with its new spec"},
 		{"the chart directory compared at an older commit", chartDir,
 			"sync: {status: Synced, revision: " + r1 + ", comparedTo: {" + chartDir + "}}\noperationState: {phase: Succeeded}",
@@ -148,7 +148,7 @@ func TestArgoCompared(t *testing.T) {
 			v1alpha1.UpdateFailed, "Argo CD sync of Application k1-abc failed: one or more objects failed to apply, reason: at most 4 machines"},
 		{"a failed sync of the old values", helmChart,
 			"sync: {status: OutOfSync, revision: 0.27.0, comparedTo: {" + helmChart + "}}\n" +
-				failedOp("0.27.0", "source: {repoURL: https://charts.example, chart: openstack-cluster, targetRevision: 0.27.0, helm: {valuesObject: {kubernetesVersion: 1.33.7}}}"),
+				failedOp("0.27.0", "source: {repoURL: https://charts.example, chart: openstack-cluster, targetRevision: 0.27.0, helm: {values: 'kubernetesVersion: 1.33.7'}}"),
 			v1alpha1.UpdateInProgress, "waiting for Argo CD to sync Application k1-abc (OutOfSync)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,9 +200,14 @@ func TestArgoSnapshot(t *testing.T) {
 	parent.SetLabels(nil)
 	child := application(t, "k1-abc", "sync: {status: Synced}")
 	child.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "magnum-gitops", "magnum.openstack.org/cluster-uuid": "u1"})
-	_ = unstructured.SetNestedSlice(child.Object, []any{map[string]any{"name": "default-worker", "machineCount": int64(2)}},
+	_ = unstructured.SetNestedField(child.Object, "nodeGroups:\n- machineCount: 2\n  name: default-worker\n", "spec", "source", "helm", "values")
+	// An Application as builds before helm.values wrote it: its values an object.
+	older := application(t, "k2-abc", "sync: {status: Synced}")
+	older.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "magnum-gitops", "magnum.openstack.org/cluster-uuid": "u2"})
+	_ = unstructured.SetNestedField(older.Object, "magnum-p2", "spec", "destination", "namespace")
+	_ = unstructured.SetNestedSlice(older.Object, []any{map[string]any{"name": "default-worker", "machineCount": int64(3)}},
 		"spec", "source", "helm", "valuesObject", "nodeGroups")
-	src := status.StaticSource([]*unstructured.Unstructured{parent, child})
+	src := status.StaticSource([]*unstructured.Unstructured{parent, child, older})
 
 	snap, err := status.TakeSnapshot(context.Background(), src, status.KindsOf(true))
 	if err != nil {
@@ -210,9 +215,12 @@ func TestArgoSnapshot(t *testing.T) {
 	}
 	snap.Kustomization = "argocd/magnum-clusters"
 	views := snap.Discover()
-	if len(views) != 1 || views[0].StackID != "k1-abc" || views[0].Namespace != "magnum-p1" || views[0].ClusterUUID != "u1" ||
+	if len(views) != 2 || views[0].StackID != "k1-abc" || views[0].Namespace != "magnum-p1" || views[0].ClusterUUID != "u1" ||
 		len(views[0].NodeGroups) != 2 || views[0].NodeGroups[1].NodeCount != 2 {
-		t.Fatalf("Discover = %+v, want the cluster of the Application with its two node groups", views)
+		t.Fatalf("Discover = %+v, want the cluster of each Application with its two node groups", views)
+	}
+	if v := views[1]; v.StackID != "k2-abc" || len(v.NodeGroups) != 2 || v.NodeGroups[1].NodeCount != 3 {
+		t.Errorf("Discover of an Application with a valuesObject = %+v, want its two node groups", v)
 	}
 	o := snap.Objects(views[0])
 	if o.Application != child || o.Kustomization != parent {

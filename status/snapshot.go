@@ -187,25 +187,26 @@ func (s *Snapshot) Discover() []View {
 			if !argo && (g != FluxHelmGroup || kindOf(hr) != "HelmRelease") || label(hr, magnum.LabelManagedBy) != magnum.ManagedBy {
 				continue
 			}
-			values, ns := []string{"spec", "values"}, hr.GetNamespace()
+			values, _, _ := unstructured.NestedMap(hr.Object, "spec", "values")
+			ns := hr.GetNamespace()
 			if argo {
-				values, ns = []string{"spec", "source", "helm", "valuesObject"}, stringAt(hr, "spec", "destination", "namespace")
+				values, ns = applicationValues(hr), stringAt(hr, "spec", "destination", "namespace")
 			}
 			out = append(out, View{ClusterUUID: label(hr, magnum.LabelClusterUUID), StackID: hr.GetName(),
 				Name: hr.GetAnnotations()[magnum.AnnotationClusterName], Namespace: ns,
-				Status: v1alpha1.UpdateInProgress, NodeGroups: nodeGroupsFromValues(hr, values...)})
+				Status: v1alpha1.UpdateInProgress, NodeGroups: nodeGroupsFromValues(values)})
 		}
 	}
 	slices.SortFunc(out, func(a, b View) int { return cmp.Compare(a.Namespace+"/"+a.StackID, b.Namespace+"/"+b.StackID) })
 	return out
 }
 
-// nodeGroupsFromValues reads the node groups of the chart values at the path values (a
-// HelmRelease's spec.values, an Application's spec.source.helm.valuesObject): the control
-// plane and every nodeGroups entry.
-func nodeGroupsFromValues(hr *unstructured.Unstructured, values ...string) []NodeGroupView {
+// nodeGroupsFromValues reads the node groups of chart values (a HelmRelease's
+// spec.values, an Application's applicationValues): the control plane and every nodeGroups
+// entry.
+func nodeGroupsFromValues(values map[string]any) []NodeGroupView {
 	out := []NodeGroupView{{Name: v1alpha1.DefaultMasterNodeGroup, Role: v1alpha1.RoleMaster, Status: v1alpha1.UpdateInProgress, IsDefault: true}}
-	groups, _, _ := unstructured.NestedSlice(hr.Object, append(values, "nodeGroups")...)
+	groups, _, _ := unstructured.NestedSlice(values, "nodeGroups")
 	for _, g := range groups {
 		m, _ := g.(map[string]any)
 		n, _ := m["machineCount"].(int64)

@@ -19,7 +19,7 @@ import (
 // view's commit (pending is revisionPending's answer); "" otherwise.
 //
 // The step's version is the chart's kubernetesVersion value: a HelmRelease's spec.values, a
-// Helm-source Application's spec.source.helm.valuesObject. An Application with a kustomize
+// Helm-source Application's values (applicationValues). An Application with a kustomize
 // source (a cluster with chart patches) holds no values: they are in the chart
 // kustomization in Git (generator.ChartDir), which is not on the management cluster. There
 // the version is the KubeadmControlPlane's spec.version, which the chart renders from
@@ -38,10 +38,12 @@ func upgradeStep(v View, o Objects, pending string) (at, target string) {
 		at = stringAt(o.HelmRelease, "spec", "values", "kubernetesVersion")
 	case o.Application != nil:
 		target = o.Application.GetAnnotations()[magnum.AnnotationUpgradeTarget]
-		if stringAt(o.Application, "spec", "source", "path") != "" {
+		switch {
+		case target == "":
+		case stringAt(o.Application, "spec", "source", "path") != "":
 			at = stringAt(o.ControlPlane, "spec", "version") // a kustomize source: no values here
-		} else {
-			at = stringAt(o.Application, "spec", "source", "helm", "valuesObject", "kubernetesVersion")
+		default:
+			at, _ = applicationValues(o.Application)["kubernetesVersion"].(string)
 		}
 	}
 	if target == "" {

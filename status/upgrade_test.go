@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 	"github.com/magnum-gitops/magnum-gitops/status"
@@ -105,8 +106,12 @@ func asArgo(t *testing.T, o status.Objects, kustomizeSource bool) status.Objects
 		t.Fatal("the fixture has no HelmRelease")
 	}
 	values, _, _ := unstructured.NestedMap(hr.Object, "spec", "values")
+	text, err := yaml.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
 	source := map[string]any{"repoURL": "https://charts.example.org", "chart": "openstack-cluster", "targetRevision": "0.27.0",
-		"helm": map[string]any{"releaseName": hr.GetName(), "valuesObject": values}}
+		"helm": map[string]any{"releaseName": hr.GetName(), "values": string(text)}}
 	if kustomizeSource {
 		source = map[string]any{"repoURL": "https://git.example.org/cloud/clusters.git", "targetRevision": "main",
 			"path": "clusters/" + hr.GetNamespace() + "/" + hr.GetName() + "/chart", "kustomize": map[string]any{"patches": []any{}}}

@@ -69,12 +69,12 @@ import (
 // them), created right after the push, ARGOCD_SCALE_PARENT_BATCH at a time (all at
 // once by default; the next batch once those created have synced: at 1,000 clusters a
 // hundred parents at once time out in the repo-server together, each streaming the whole
-// repository to the plugin). ARGOCD_SCALE_VALUES=string moves each
-// Application's helm.valuesObject, as YAML text, to helm.values: the chart's values
-// hold nulls, which Argo CD's merge patch of the Application's status drops from
-// status.sync.comparedTo, so that the controller finds spec.source changed and compares
-// the Application again without pause (the test reports how many differ after the idle
-// window). ARGOCD_SCALE_WAIT bounds push → every cluster deployed (10m + 2s a cluster).
+// repository to the plugin). ARGOCD_SCALE_VALUES=object moves each
+// Application's helm.values text to helm.valuesObject, as earlier builds wrote it: the
+// chart's values hold nulls, which Argo CD's merge patch of the Application's status drops
+// from status.sync.comparedTo, so that the controller finds spec.source changed and
+// compares the Application again without pause (the test reports how many differ after
+// the idle window). ARGOCD_SCALE_WAIT bounds push → every cluster deployed (10m + 2s a cluster).
 // ARGOCD_SCALE_LOGS=<dir> keeps every process's log there.
 // docs/figures-argocd.md holds the figures.
 func TestE2EArgoScale(t *testing.T) {
@@ -96,7 +96,7 @@ func TestE2EArgoScale(t *testing.T) {
 		t.Fatalf("ARGOCD_SCALE_PARENTS=%q: want %s or %s", s.parents, parentsOne, parentsNamespace)
 	}
 	if s.values == "" {
-		s.values = valuesObject
+		s.values = valuesString
 	}
 	if s.values != valuesObject && s.values != valuesString {
 		t.Fatalf("ARGOCD_SCALE_VALUES=%q: want %s or %s", s.values, valuesObject, valuesString)
@@ -133,8 +133,8 @@ func TestE2EArgoScale(t *testing.T) {
 					r.mode += fmt.Sprintf("/b%d", s.parentBatch)
 				}
 				r.plugin = timeSOPSPlugin(t, trees[mode], id)
-				if s.values == valuesString {
-					helmValuesAsString(t, trees[mode])
+				if s.values == valuesObject {
+					helmValuesAsObject(t, trees[mode])
 				}
 			}
 			runFormatScale(t, b, id, trees[mode], s, &r)
@@ -153,12 +153,13 @@ const (
 
 // How the clusters' Applications carry their values (ARGOCD_SCALE_VALUES).
 const (
-	// valuesObject is spec.source.helm.valuesObject, as magnum-gitops writes it.
-	valuesObject = "object"
-	// valuesString is the same values as YAML text in spec.source.helm.values: Argo CD
-	// keeps a string as it is, where the application controller's merge patch of its
-	// status drops each null of valuesObject from status.sync.comparedTo.
+	// valuesString is the values as YAML text in spec.source.helm.values, as magnum-gitops
+	// writes them: Argo CD keeps a string as it is.
 	valuesString = "string"
+	// valuesObject is the same values in spec.source.helm.valuesObject, whose nulls the
+	// application controller's merge patch of its status drops from
+	// status.sync.comparedTo.
+	valuesObject = "object"
 )
 
 // scaleSettings are TestE2EArgoScale's settings.
@@ -1078,10 +1079,9 @@ func describe(v any, present bool) string {
 	return fmt.Sprint(v)
 }
 
-// helmValuesAsString rewrites every Application of the tree: its
-// spec.source.helm.valuesObject becomes the same values as YAML text in
-// spec.source.helm.values (valuesString).
-func helmValuesAsString(t *testing.T, tree string) {
+// helmValuesAsObject rewrites every Application of the tree: its spec.source.helm.values
+// text becomes the same values in spec.source.helm.valuesObject (valuesObject).
+func helmValuesAsObject(t *testing.T, tree string) {
 	t.Helper()
 	n := 0
 	err := filepath.WalkDir(filepath.Join(tree, fluxPath), func(path string, d fs.DirEntry, err error) error {
@@ -1097,15 +1097,16 @@ func helmValuesAsString(t *testing.T, tree string) {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		helm, ok := getPath(app, "spec", "source", "helm").(map[string]any)
-		if !ok || helm["valuesObject"] == nil {
-			return fmt.Errorf("%s: no spec.source.helm.valuesObject", path)
+		text, _ := helm["values"].(string)
+		if !ok || text == "" {
+			return fmt.Errorf("%s: no spec.source.helm.values", path)
 		}
-		values, err := yaml.Marshal(helm["valuesObject"])
-		if err != nil {
-			return err
+		var values map[string]any
+		if err := yaml.Unmarshal([]byte(text), &values); err != nil {
+			return fmt.Errorf("%s: its values: %w", path, err)
 		}
-		delete(helm, "valuesObject")
-		helm["values"] = string(values)
+		delete(helm, "values")
+		helm["valuesObject"] = values
 		out, err := yaml.Marshal(app)
 		if err != nil {
 			return err
@@ -1116,5 +1117,5 @@ func helmValuesAsString(t *testing.T, tree string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("moved the values of %d Applications from helm.valuesObject to helm.values", n)
+	t.Logf("moved the values of %d Applications from helm.values to helm.valuesObject", n)
 }
