@@ -60,7 +60,8 @@ type ArgoConfig struct {
 	// RepoURL is the repository magnum-gitops pushes to, as Argo CD's repo-server fetches
 	// it: with chart patches (flux.post_renderers, or a feature's own), a cluster's
 	// Application has a kustomize source in it (its ChartDir) instead of the chart's Helm
-	// repository. internal/config defaults it to git.url.
+	// repository; with a per-namespace flux.layout, each namespace's parent Application
+	// fetches it (argolayout.go). internal/config defaults it to git.url.
 	RepoURL string `json:"repo_url,omitempty"`
 	// TargetRevision is the branch of RepoURL the Applications follow; internal/config
 	// defaults it to git.branch.

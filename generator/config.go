@@ -143,9 +143,10 @@ type FluxConfig struct {
 	MaxHistory int `json:"max_history"`
 	// DriftDetection is the HelmRelease driftDetection.mode: enabled, warn or disabled.
 	DriftDetection string `json:"drift_detection"`
-	// Layout is how Flux applies the tree: LayoutSingle (default), LayoutPerNamespace or
-	// LayoutBranchPerNamespace, whose GitRepositories and Kustomizations reconcile at
-	// Interval and time out after Timeout, retrying after RetryInterval.
+	// Layout is how Flux (or in Argo mode, Argo CD) applies the tree: LayoutSingle
+	// (default), LayoutPerNamespace or LayoutBranchPerNamespace, whose GitRepositories and
+	// Kustomizations reconcile at Interval and time out after Timeout, retrying after
+	// RetryInterval (in Argo mode, a parent Application per namespace: argolayout.go).
 	Layout string `json:"layout"`
 	// Git is the repository the per-namespace GitRepositories fetch (per-namespace only).
 	Git FluxGitConfig `json:"git,omitempty"`
@@ -329,6 +330,9 @@ func (c *Config) Validate() error {
 			p.add("argo.destination_server", "must be an https:// URL, got %q", c.Argo.DestinationServer)
 		}
 		c.Argo.validateRepo(&p)
+		if c.Flux.PerNamespace() && c.Argo.RepoURL == "" {
+			p.add("argo.repo_url", "must be set with flux.layout %s: the namespaces' parent Applications fetch it", c.Flux.Layout)
+		}
 	}
 	c.Features.validate(&p)
 	c.Registries.validate(&p, c.Format)

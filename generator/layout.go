@@ -49,6 +49,21 @@ func (f *FluxConfig) PerNamespace() bool {
 	return f.Layout == LayoutPerNamespace || f.Layout == LayoutBranchPerNamespace
 }
 
+// LayoutNamespace is the namespace of the objects that apply each project namespace in
+// the per-namespace layouts, named magnum.FluxObjectName(namespace): Flux's
+// source_namespace, or in Argo mode Argo CD's namespace (the parent Applications); "" in
+// the single layout. Status reads "applied?" there, and serve's reconcile requests go
+// there.
+func (c *Config) LayoutNamespace() string {
+	switch {
+	case !c.Flux.PerNamespace():
+		return ""
+	case c.Format == FormatArgo:
+		return c.Argo.Namespace
+	}
+	return c.Flux.SourceNamespace
+}
+
 // PublishedBranch is the branch that publishes a directory of the main branch in the
 // branch-per-namespace layout: magnum-gitops/<dir>, dir being <path>/<namespace>, or
 // <path>/flux for the Flux objects and chart sources.
@@ -102,11 +117,15 @@ type FluxGitConfig struct {
 }
 
 // layoutObjects returns the GitRepository and Kustomization that apply one project
-// namespace in the per-namespace layout, or nil in the single layout.
+// namespace in the per-namespace layouts, its parent Application in Argo mode
+// (argoNamespaceParent), or nil in the single layout.
 func layoutObjects(cfg *Config, root, namespace string) []Object {
 	f := cfg.Flux
 	if !f.PerNamespace() {
 		return nil
+	}
+	if cfg.Format == FormatArgo {
+		return []Object{argoNamespaceParent(cfg, root, namespace)}
 	}
 	name := magnum.FluxObjectName(namespace)
 	dir := "./" + path.Join(root, namespace)
@@ -166,8 +185,12 @@ func (f *FluxConfig) validateLayout(p *problems, format string) {
 		p.add("flux.layout", "must be %s, %s or %s, got %q", LayoutSingle, LayoutPerNamespace, LayoutBranchPerNamespace, f.Layout)
 		return
 	}
+	if path.Clean(f.Path) != f.Path {
+		p.add("flux.path", "must be a clean path with the %s layout, got %q", f.Layout, f.Path)
+	}
 	if format == FormatArgo {
-		p.add("flux.layout", "%s needs format flux: Argo CD applies each Application itself", f.Layout)
+		// The namespaces' parent Applications fetch argo.repo_url (validateRepo).
+		return
 	}
 	// The URL lands in Git in clear: never quote it (it may carry a token), refuse a password.
 	u, err := url.Parse(f.Git.URL)
@@ -185,9 +208,6 @@ func (f *FluxConfig) validateLayout(p *problems, format string) {
 	}
 	if f.DecryptionSecret == "" || magnum.SanitizedName(f.DecryptionSecret) != f.DecryptionSecret {
 		p.add("flux.decryption_secret", "must be a Secret name, got %q", f.DecryptionSecret)
-	}
-	if path.Clean(f.Path) != f.Path {
-		p.add("flux.path", "must be a clean path with the %s layout, got %q", f.Layout, f.Path)
 	}
 }
 

@@ -28,12 +28,22 @@ func TestLayoutPerNamespace(t *testing.T) {
 			cfg.Flux.Layout = layout
 			checkLayout(t, cfg, "layout/"+layout+".yaml")
 		})
+		// Argo mode: a parent Application per namespace, fetching argo.repo_url (the
+		// namespace's published branch in branch-per-namespace), not flux.git.
+		t.Run("argo/"+layout, func(t *testing.T) {
+			t.Parallel()
+			cfg := argoConfig(t, "")
+			cfg.Flux.Layout = layout
+			checkLayout(t, cfg, "layout/argo-"+layout+".yaml")
+		})
 	}
 }
 
 func checkLayout(t *testing.T, cfg *generator.Config, golden string) {
 	ev := fixtureEvent(t, "01-prod-a-create.yaml")
-	single, err := render(ev, defaultConfig())
+	singleCfg := *cfg
+	singleCfg.Flux.Layout = generator.LayoutSingle
+	single, err := render(ev, &singleCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +51,7 @@ func checkLayout(t *testing.T, cfg *generator.Config, golden string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sfs, err := single.Files(defaultConfig(), generator.FileOptions{Secrets: redactedSecrets})
+	sfs, err := single.Files(&singleCfg, generator.FileOptions{Secrets: redactedSecrets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +76,9 @@ func checkLayout(t *testing.T, cfg *generator.Config, golden string) {
 	}
 	dir := path.Join(cfg.Flux.Path, generator.FluxDir)
 	want := []string{dir + "/gitrepository-" + res.Namespace + ".yaml", dir + "/kustomization-" + res.Namespace + ".yaml"}
+	if cfg.Format == generator.FormatArgo {
+		want = []string{dir + "/application-" + res.Namespace + ".yaml"}
+	}
 	if got := layout.Paths(); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("%s files %v, want %v", cfg.Flux.Layout, got, want)
 	}
@@ -140,7 +153,7 @@ func TestLayoutBadConfig(t *testing.T) {
 		rule   string
 	}{
 		{"unknown layout", func(c *generator.Config) { c.Flux.Layout = "per-cluster" }, "flux.layout", "must be single, per-namespace or branch-per-namespace"},
-		{"argo", func(c *generator.Config) { c.Format = generator.FormatArgo }, "flux.layout", "needs format flux"},
+		{"argo without its repository", func(c *generator.Config) { c.Format = generator.FormatArgo; c.Argo.RepoURL = "" }, "argo.repo_url", "must be set with flux.layout per-namespace"},
 		{"no url", func(c *generator.Config) { c.Flux.Git.URL = "" }, "flux.git.url", "as source-controller fetches it"},
 		{"token in url", func(c *generator.Config) { c.Flux.Git.URL = "https://x:NOT-REAL-token@git.example.org/r.git" }, "flux.git.url", "must not carry a user, password"},
 		{"token as the user", func(c *generator.Config) { c.Flux.Git.URL = "https://NOT-REAL-token@git.example.org/r.git" }, "flux.git.url", "must not carry a user"},
@@ -166,10 +179,16 @@ func TestLayoutBadConfig(t *testing.T) {
 			}
 		})
 	}
-	// The single layout ignores the per-namespace options.
+	// The single layout ignores the per-namespace options, and so does Argo mode.
 	cfg := defaultConfig()
 	cfg.Flux.Git.Branch = ""
 	if _, err := render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg); err != nil {
 		t.Errorf("single layout: %v", err)
+	}
+	cfg = argoConfig(t, "")
+	cfg.Flux.Layout = generator.LayoutPerNamespace
+	cfg.Flux.Git.URL = ""
+	if _, err := render(fixtureEvent(t, "01-prod-a-create.yaml"), cfg); err != nil {
+		t.Errorf("argo per-namespace layout without flux.git: %v", err)
 	}
 }

@@ -100,8 +100,8 @@ func Render(ev *v1alpha1.ClusterEvent, site *Site) (*Result, error) {
 		} else {
 			res.Objects.Source = r.source()
 			res.Objects.HelmRelease = r.helmRelease(res.Namespace, res.Values, res.Objects.Source)
-			res.Objects.Layout = layoutObjects(cfg, res.Root, res.Namespace)
 		}
+		res.Objects.Layout = layoutObjects(cfg, res.Root, res.Namespace)
 		res.Objects.Secrets = append(r.secrets(res.Namespace), r.registrySecret(res.Namespace)...)
 	}
 	if err := r.p.err(); err != nil {

@@ -207,7 +207,10 @@ func TestArgoSnapshot(t *testing.T) {
 	_ = unstructured.SetNestedField(older.Object, "magnum-p2", "spec", "destination", "namespace")
 	_ = unstructured.SetNestedSlice(older.Object, []any{map[string]any{"name": "default-worker", "machineCount": int64(3)}},
 		"spec", "source", "helm", "valuesObject", "nodeGroups")
-	src := status.StaticSource([]*unstructured.Unstructured{parent, child, older})
+	// A namespace's parent Application (the per-namespace layouts): magnum-gitops', no cluster.
+	nsParent := application(t, "magnum-p1", "sync: {status: Synced}")
+	nsParent.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "magnum-gitops"})
+	src := status.StaticSource([]*unstructured.Unstructured{parent, child, older, nsParent})
 
 	snap, err := status.TakeSnapshot(context.Background(), src, status.KindsOf(true))
 	if err != nil {

@@ -184,7 +184,10 @@ func (s *Snapshot) Discover() []View {
 		for _, hr := range objs {
 			g, _ := splitAPIVersion(hr)
 			argo := isApplication(hr)
-			if !argo && (g != FluxHelmGroup || kindOf(hr) != "HelmRelease") || label(hr, magnum.LabelManagedBy) != magnum.ManagedBy {
+			// A namespace's parent Application (the per-namespace layouts in Argo mode) is
+			// magnum-gitops' too, but of no cluster.
+			if !argo && (g != FluxHelmGroup || kindOf(hr) != "HelmRelease") || label(hr, magnum.LabelManagedBy) != magnum.ManagedBy ||
+				label(hr, magnum.LabelClusterUUID) == "" {
 				continue
 			}
 			values, _, _ := unstructured.NestedMap(hr.Object, "spec", "values")

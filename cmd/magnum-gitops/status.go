@@ -99,9 +99,7 @@ func (o *statusOptions) run(ctx context.Context, stdin io.Reader, w io.Writer, f
 	snap, snapErr := status.TakeSnapshot(tctx, src, status.KindsOf(file.Format == generator.FormatArgo))
 	if snapErr == nil {
 		snap.Kustomization = cmp.Or(o.kustomization, defaultApplier(file))
-		if file.Flux.PerNamespace() {
-			snap.PerNamespace = file.Flux.SourceNamespace
-		}
+		snap.PerNamespace = file.Config.LayoutNamespace()
 	}
 	if len(views) == 0 {
 		if snapErr != nil {

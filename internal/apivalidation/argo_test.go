@@ -14,12 +14,15 @@ import (
 )
 
 // TestArgoApplicationsAccepted applies the Argo CD output of every fixture (Application,
-// Namespace, Secrets) against Argo CD's own Application CRD and reads it back.
+// Namespace, Secrets, and in the per-namespace layout the namespace's parent Application)
+// against Argo CD's own Application CRD and reads it back.
 func TestArgoApplicationsAccepted(t *testing.T) {
 	testenv.Require(t, env)
 	ctx := context.Background()
 	cfg := generator.DefaultConfig()
 	cfg.Format = generator.FormatArgo
+	cfg.Flux.Layout = generator.LayoutPerNamespace
+	cfg.Argo.RepoURL, cfg.Argo.TargetRevision = "https://git.example.org/cloud/magnum-clusters.git", "main"
 	if err := env.EnsureNamespace(ctx, cfg.Argo.Namespace); err != nil {
 		t.Fatal(err)
 	}

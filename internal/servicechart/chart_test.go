@@ -250,10 +250,14 @@ func TestRenderReconcileRequest(t *testing.T) {
 			"serve": map[string]any{"reconcile_request": map[string]any{"name": "magnum-clusters"}}}, "flux-system",
 			map[string]any{"apiGroups": []any{"source.toolkit.fluxcd.io"}, "resources": []any{"gitrepositories"}, "verbs": []any{"patch"},
 				"resourceNames": []any{"magnum-clusters"}}},
-		{"argo", map[string]any{"format": "argo", "argo": map[string]any{"namespace": "gitops"},
+		{"argo", map[string]any{"format": "argo", "argo": map[string]any{"namespace": "gitops"}, "flux": map[string]any{"layout": "single"},
 			"serve": map[string]any{"reconcile_request": map[string]any{"name": "magnum-clusters"}}}, "gitops",
 			map[string]any{"apiGroups": []any{"argoproj.io"}, "resources": []any{"applications"}, "verbs": []any{"patch"},
 				"resourceNames": []any{"magnum-clusters"}}},
+		// Each namespace's parent Application too, whose names RBAC cannot list ahead.
+		{"argo per-namespace", map[string]any{"format": "argo", "flux": map[string]any{"layout": "per-namespace"},
+			"serve": map[string]any{"reconcile_request": map[string]any{"name": "magnum-clusters"}}}, "argocd",
+			map[string]any{"apiGroups": []any{"argoproj.io"}, "resources": []any{"applications"}, "verbs": []any{"patch"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			values := requiredValues()

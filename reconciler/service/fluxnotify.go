@@ -64,15 +64,16 @@ func (r ReconcileRequest) String() string { return r.Namespace + "/" + r.Name }
 // interval).
 //
 // In the per-namespace layouts (generator.FluxConfig.PerNamespace) a push asks the GitRepository
-// of each namespace it changed, and the root one (target) only when it changed what the
-// root applies (<path>/flux, <path>/sources): the other namespaces are not rebuilt for it.
+// (in Argo mode, the parent Application) of each namespace it changed, and the root one
+// (target) only when it changed what the root applies (<path>/flux, <path>/sources): the
+// other namespaces are not rebuilt for it.
 type reconcileRequester struct {
 	kube   client.Client
 	target ReconcileRequest
 	// argo is set in Argo mode: the target is an Application, refreshed.
 	argo bool
-	// perNamespace is the namespace of the per-namespace GitRepositories; empty in the
-	// single layout. rootPaths are the path prefixes the root GitRepository applies.
+	// perNamespace is the namespace of the per-namespace GitRepositories (in Argo mode,
+	// parent Applications: generator.Config.LayoutNamespace); empty in the single layout. rootPaths are the path prefixes the root GitRepository applies.
 	perNamespace string
 	rootPaths    []string
 	log          *slog.Logger
@@ -86,8 +87,7 @@ type reconcileRequester struct {
 func newReconcileRequester(kube client.Client, target ReconcileRequest, root string, cfg *generator.Config, log *slog.Logger) *reconcileRequester {
 	r := &reconcileRequester{kube: kube, target: target, argo: cfg.Format == generator.FormatArgo, log: log, now: time.Now,
 		wake: make(chan struct{}, 1), pending: map[types.NamespacedName]struct{}{}}
-	if flux := cfg.Flux; !r.argo && flux.PerNamespace() {
-		r.perNamespace = flux.SourceNamespace
+	if r.perNamespace = cfg.LayoutNamespace(); r.perNamespace != "" {
 		r.rootPaths = []string{path.Join(root, generator.FluxDir) + "/", path.Join(root, generator.SourcesDir) + "/"}
 	}
 	return r
@@ -148,9 +148,9 @@ func (r *reconcileRequester) run(ctx context.Context) {
 			switch {
 			case err == nil:
 			case apierrors.IsNotFound(err) && t.Namespace == r.perNamespace && t.Name != r.target.Name:
-				// A new namespace's GitRepository: the root applies it, and it fetches
-				// when created.
-				r.log.Debug("no GitRepository for the namespace yet", "gitrepository", t.String())
+				// A new namespace's GitRepository (or parent Application): the root applies
+				// it, and it fetches when created.
+				r.log.Debug("nothing applies the namespace yet", "object", t.String())
 			case r.argo:
 				r.log.Warn("requesting an Argo CD refresh of the Application; Argo CD picks the commit up at its reconciliation period instead",
 					"application", t.String(), "error", err)

@@ -229,6 +229,77 @@ func TestReconcileRequestPerNamespace(t *testing.T) {
 	}
 }
 
+// TestReconcileRequestArgoPerNamespace: in Argo mode with the per-namespace layout a push
+// refreshes the changed namespace's parent Application, and the root Application only when
+// the push changed what the root applies (the namespace's parent Application).
+func TestReconcileRequestArgoPerNamespace(t *testing.T) {
+	testenv.Require(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const ns = "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c" // the fixtures' project
+	if err := env.EnsureNamespace(ctx, "argocd-pn"); err != nil {
+		t.Fatal(err)
+	}
+	application := func(name, path string) *unstructured.Unstructured {
+		app := &unstructured.Unstructured{}
+		app.SetAPIVersion("argoproj.io/v1alpha1")
+		app.SetKind("Application")
+		app.SetNamespace("argocd-pn")
+		app.SetName(name)
+		_ = unstructured.SetNestedField(app.Object, map[string]any{"project": "default",
+			"destination": map[string]any{"server": "https://kubernetes.default.svc"},
+			"source":      map[string]any{"repoURL": "https://git.example.org/cloud/magnum-clusters.git", "path": path, "targetRevision": "main"}}, "spec")
+		if err := env.Client.Create(ctx, app); err != nil {
+			t.Fatal(err)
+		}
+		return app
+	}
+	root, own := application("magnum-clusters", "clusters/magnum/flux"), application(ns, "clusters/magnum/"+ns)
+	refreshed := func(app *unstructured.Unstructured) bool {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(app.GroupVersionKind())
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(app), cur); err != nil {
+			t.Fatal(err)
+		}
+		return cur.GetAnnotations()[service.ArgoRefreshAnnotation] == "normal"
+	}
+	compared := func(app *unstructured.Unstructured) { // what the application controller does
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(app.GroupVersionKind())
+		cur.SetNamespace(app.GetNamespace())
+		cur.SetName(app.GetName())
+		if err := env.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+service.ArgoRefreshAnnotation+`":null}}}`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := start(t, func(o *service.Options) {
+		cfg := generator.DefaultConfig()
+		cfg.Format = generator.FormatArgo
+		cfg.Argo.Namespace, cfg.Argo.RepoURL, cfg.Argo.TargetRevision = "argocd-pn", "https://git.example.org/cloud/magnum-clusters.git", "main"
+		cfg.Flux.Layout = generator.LayoutPerNamespace
+		o.Pipeline.Config = generator.MustSite(cfg)
+		o.Management[0].Kube = env.Client
+		o.Management[0].ReconcileRequest = service.ReconcileRequest{Namespace: "argocd-pn", Name: "magnum-clusters"}
+	})
+	// The create writes the namespace's parent Application: both are refreshed.
+	if code, ans := h.post(fixture(t, "01-prod-a-create.yaml")); code != http.StatusOK || ans["outcome"] != "committed" {
+		t.Fatalf("create: %d %v", code, ans)
+	}
+	waitUntil(t, ctx, func() bool { return refreshed(root) && refreshed(own) })
+	compared(root)
+	compared(own)
+	// A resize changes the cluster's directory only.
+	if code, ans := h.post(fixture(t, "02-prod-a-resize-workers.yaml")); code != http.StatusOK || ans["outcome"] != "committed" {
+		t.Fatalf("resize: %d %v", code, ans)
+	}
+	waitUntil(t, ctx, func() bool { return refreshed(own) })
+	time.Sleep(300 * time.Millisecond) // the root's patch, were it made, would be in the same batch
+	if refreshed(root) {
+		t.Errorf("the root Application was refreshed for a change inside one namespace")
+	}
+}
+
 // TestReconcileRequestForUnappliedAtStart: a replica stopped between its push and its
 // reconcile request (here: one started without a request configured) leaves a commit Flux
 // has not fetched; the service started again asks Flux to fetch it, though it pushes

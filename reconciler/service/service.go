@@ -229,9 +229,7 @@ func (s *Service) run(ctx context.Context) error {
 			m.judge = &judge{src: m.Status, kinds: status.KindsOf(o.Pipeline.Config.Format == generator.FormatArgo),
 				clusters: s.clusters, kustomization: m.Kustomization, options: o.StatusOptions,
 				carries: s.carries, review: s.reviews.review, ttl: 2 * time.Second}
-			if f := o.Pipeline.Config.Flux; f.PerNamespace() {
-				m.judge.perNamespace = f.SourceNamespace
-			}
+			m.judge.perNamespace = o.Pipeline.Config.LayoutNamespace()
 		}
 		if m.requester != nil {
 			go m.requester.run(ctx)

@@ -25,7 +25,9 @@ func TestE2EArgoClusterAPIAdoption(t *testing.T) {
 		t.Skip("the Argo CD end-to-end tests run under make e2e-argocd-capi (ARGOCD_TESTS=1)")
 	}
 	b := findBinaries(t)
-	h := newHarness(t, b, true, withClusterAPI(3*time.Second), withArgoCD())
+	// In the per-namespace layout: the root Application applies the namespace's parent
+	// Application, which syncs the cluster; serve reads and refreshes the namespace's.
+	h := newHarness(t, b, true, withClusterAPI(3*time.Second), withArgoCD(), withPerNamespaceLayout())
 	events := filepath.Join(testenv.RepoRoot(), "fixtures", "events")
 	eventFile := writeEvent(t, t.TempDir(), "create.yaml", withMagnumCAs(t, readEvent(t, filepath.Join(events, "01-prod-a-create.yaml"))))
 	a := clusterWant{event: readEvent(t, eventFile), namespace: "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c",
@@ -45,7 +47,7 @@ func TestE2EArgoClusterAPIAdoption(t *testing.T) {
 
 	t0 := time.Now()
 	rev := h.commitEvent(adoptFile)
-	h.waitArgoSynced(rev, 3*time.Minute)
+	h.waitArgoSyncedIn(a.namespace, rev, 3*time.Minute)
 	h.waitFor("Argo CD to sync the cluster's Application over the driver's objects", defaultWaitStep, func() (bool, string) {
 		app, ok := h.application(a.release)
 		if !ok {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -20,8 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv/argocd"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
 // The harness's Argo CD mode (withArgoCD): real Argo CD in place of Flux, as
@@ -93,15 +96,24 @@ func (h *harness) applyArgoParent() {
 		t.Fatal(err)
 	}
 	file := filepath.Join(testenv.RepoRoot(), "deploy", "argocd", "application.yaml")
+	set := map[string][]string{
+		h.gitURL: {"spec", "source", "repoURL"}, "main": {"spec", "source", "targetRevision"},
+		h.fluxPath: {"spec", "source", "path"}, argocd.SOPSPlugin: {"spec", "source", "plugin", "name"},
+	}
+	if h.perNamespace {
+		// The root of deploy/argocd/per-namespace: the namespaces' parent Applications the
+		// generator writes under <path>/flux, a plain directory.
+		file = filepath.Join(testenv.RepoRoot(), "deploy", "argocd", "per-namespace", "application.yaml")
+		dir := path.Join(h.fluxPath, generator.FluxDir)
+		set = map[string][]string{h.gitURL: {"spec", "source", "repoURL"}, "main": {"spec", "source", "targetRevision"},
+			dir: {"spec", "source", "path"}}
+	}
 	objs := readObjects(t, file)
 	if len(objs) != 1 || objs[0].GroupVersionKind() != argocd.ApplicationGVK || objs[0].GetName() != argoParentName {
 		t.Fatalf("%s: want the one Application %s", file, argoParentName)
 	}
 	app := objs[0]
-	for v, path := range map[string][]string{
-		h.gitURL: {"spec", "source", "repoURL"}, "main": {"spec", "source", "targetRevision"},
-		h.fluxPath: {"spec", "source", "path"}, argocd.SOPSPlugin: {"spec", "source", "plugin", "name"},
-	} {
+	for v, path := range set {
 		if err := unstructured.SetNestedField(app.Object, v, path...); err != nil {
 			t.Fatal(err)
 		}
@@ -121,10 +133,25 @@ func (h *harness) application(name string) (*unstructured.Unstructured, bool) {
 // its last sync operation done) and returns when.
 func (h *harness) waitArgoSynced(revision string, timeout time.Duration) time.Time {
 	h.t.Helper()
-	return h.waitFor("Argo CD to sync "+argoParentName+" at "+revision, timeout, func() (bool, string) {
-		app, ok := h.application(argoParentName)
+	return h.waitArgoSyncedBy(argoParentName, revision, timeout)
+}
+
+// waitArgoSyncedIn waits for the Application that syncs a project namespace to have
+// synced revision: the parent, or in the per-namespace layout the namespace's own.
+func (h *harness) waitArgoSyncedIn(namespace, revision string, timeout time.Duration) time.Time {
+	h.t.Helper()
+	if h.perNamespace {
+		return h.waitArgoSyncedBy(magnum.FluxObjectName(namespace), revision, timeout)
+	}
+	return h.waitArgoSynced(revision, timeout)
+}
+
+func (h *harness) waitArgoSyncedBy(name, revision string, timeout time.Duration) time.Time {
+	h.t.Helper()
+	return h.waitFor("Argo CD to sync "+name+" at "+revision, timeout, func() (bool, string) {
+		app, ok := h.application(name)
 		if !ok {
-			return false, "no Application"
+			return false, "no Application " + name
 		}
 		return argoSyncedAt(app, revision)
 	})

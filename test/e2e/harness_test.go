@@ -593,8 +593,9 @@ func (h *harness) seedRepository() {
 	os.MkdirAll(filepath.Join(seed, h.fluxPath), 0o755)
 	os.WriteFile(filepath.Join(seed, "README.md"), []byte("# magnum clusters\n"), 0o644)
 	os.WriteFile(filepath.Join(seed, h.fluxPath, "README.md"), []byte("Written by magnum-gitops.\n"), 0o644)
-	if h.branchPerNamespace {
-		// Something for the root's published branch to hold before the first cluster.
+	if h.branchPerNamespace || h.argo && h.perNamespace {
+		// Something for the root's published branch (or Argo CD's root Application, which
+		// refuses a path that does not exist) to hold before the first cluster.
 		os.MkdirAll(filepath.Join(seed, h.fluxPath, generator.FluxDir), 0o755)
 		os.WriteFile(filepath.Join(seed, h.fluxPath, generator.FluxDir, "README.md"), []byte("Flux objects, written by magnum-gitops.\n"), 0o644)
 	}
