@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -505,7 +506,13 @@ func describe(kind, name string, c Conditions) string {
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > maxMessage {
-		s = s[:maxMessage] + "…"
+		// A list of conditions, the first the most telling: keep its start, whole runes
+		// only (argoMessage keeps an error chain's end too).
+		cut := s[:maxMessage]
+		for !utf8.ValidString(cut) {
+			cut = cut[:len(cut)-1]
+		}
+		s = cut + "…"
 	}
 	return s
 }

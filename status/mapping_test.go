@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -311,5 +312,25 @@ func TestUnobservedSpec(t *testing.T) {
 				t.Errorf("with the %s's new spec not observed yet: %s %q, want UPDATE_IN_PROGRESS %q…", tc.kind, r.Status, r.StatusReason, tc.reason)
 			}
 		})
+	}
+}
+
+// TestOneLine: a controller's message in a status reason is one line, and one too long
+// keeps its start, cut between runes (Magnum stores the reason as text: never half a rune).
+func TestOneLine(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 200) // 400 bytes, two a rune
+	for _, tc := range []struct{ in, want string }{
+		{"a\n  b\tc ", "a b c"},
+		{long, strings.Repeat("é", 120) + "…"},
+		{"x" + long, "x" + strings.Repeat("é", 119) + "…"},
+	} {
+		got := status.OneLine(tc.in)
+		if got != tc.want {
+			t.Errorf("OneLine(%.20q…) = %.40q…, want %.40q…", tc.in, got, tc.want)
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("OneLine(%.20q…) is not UTF-8", tc.in)
+		}
 	}
 }
