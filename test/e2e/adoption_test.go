@@ -239,10 +239,24 @@ func TestE2EAdoption(t *testing.T) {
 func TestE2EClusterAPIAdoption(t *testing.T) {
 	b := findBinaries(t)
 	h := newHarness(t, b, true, withClusterAPI(3*time.Second))
+	h.adoptDriverCluster("Flux", 2, func(a clusterWant, rev string) {
+		h.waitApplied(rev, 3*time.Minute)
+		h.waitFor("helm-controller to upgrade the driver's release to v2", defaultWaitStep, h.releaseReady(a))
+	})
+}
+
+// adoptDriverCluster is the adoption both GitOps tools go through: the driver's helm
+// install of fixture 01 on the real Cluster API controllers; migrate --dry-run finds it
+// identical; serve commits it; takenOver waits for the GitOps tool (tool, in the log) to
+// take the driver's objects over from the commit rev; CREATE_COMPLETE follows, and no
+// Machine or MachineSet is replaced. helmRevision is the driver's release's revision once
+// taken over (Flux upgrades it to 2; 0 when the tool does not use Helm's releases).
+func (h *harness) adoptDriverCluster(tool string, helmRevision int64, takenOver func(a clusterWant, rev string)) {
+	t := h.t
 	events := filepath.Join(testenv.RepoRoot(), "fixtures", "events")
 	eventFile := writeEvent(t, t.TempDir(), "create.yaml", withMagnumCAs(t, readEvent(t, filepath.Join(events, "01-prod-a-create.yaml"))))
 	a := clusterWant{event: readEvent(t, eventFile), namespace: "magnum-9f3c1b2a4d5e4f6a8b7c6d5e4f3a2b1c",
-		release: "prod-a-2b7xq4mzkd5h", chartVersion: "0.27.0", helmRevision: 2}
+		release: "prod-a-2b7xq4mzkd5h", chartVersion: "0.27.0", helmRevision: helmRevision}
 	uuid := getPath(a.event, "cluster", "uuid").(string)
 	settled := h.capiSettled(a.namespace, a.release, 3, map[string]int64{"default-worker": 3})
 
@@ -262,11 +276,10 @@ func TestE2EClusterAPIAdoption(t *testing.T) {
 
 	t0 := time.Now()
 	rev := h.commitEvent(adoptFile)
-	h.waitApplied(rev, 3*time.Minute)
-	h.waitFor("helm-controller to upgrade the driver's release to v2", defaultWaitStep, h.releaseReady(a))
+	takenOver(a, rev)
 	_, magnum, _ := h.waitCAPIAndStatus(uuid, a.namespace, a.release, "CREATE_COMPLETE", settled, t0, nil)
-	t.Logf("adopted: CREATE_COMPLETE %s after the commit", magnum.Round(time.Second))
-	// Let a rollout that the upgrade would have started show itself.
+	t.Logf("adopted by %s: CREATE_COMPLETE %s after the commit", tool, magnum.Round(time.Second))
+	// Let a rollout that the takeover would have started show itself.
 	time.Sleep(10 * time.Second)
 	h.waitFor("the cluster to settle again", defaultWaitStep, settled)
 	uidsAfter, setsAfter := h.machineIdentity(a.namespace, a.release)
