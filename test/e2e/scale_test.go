@@ -551,25 +551,21 @@ func (h *harness) intervalTick(res *scaleResult) {
 
 // peakRSSMiB is the peak resident memory (VmHWM) of one of the harness's processes.
 func (h *harness) peakRSSMiB(name string) float64 {
-	data, _ := h.procFile(name, "status")
-	for line := range strings.SplitSeq(data, "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
+	pid, ok := h.pidOf(name)
+	if !ok {
+		return 0
 	}
-	return 0
+	return peakRSSMiBOf(pid)
 }
 
-// procFile reads /proc/<pid>/<file> of the harness's process named.
-func (h *harness) procFile(name, file string) (string, bool) {
+// pidOf is the process ID of the harness's process named.
+func (h *harness) pidOf(name string) (int, bool) {
 	for _, p := range h.procs {
 		if p.name == name {
-			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", p.cmd.Process.Pid, file))
-			return string(data), err == nil
+			return p.cmd.Process.Pid, true
 		}
 	}
-	return "", false
+	return 0, false
 }
 
 // dirBytes is the size of the files under dir.
@@ -615,15 +611,12 @@ func (h *harness) apiRequests() float64 {
 
 // cpuSeconds is the user+system CPU time of one of the harness's processes.
 func (h *harness) cpuSeconds(name string) float64 {
-	s, ok := h.procFile(name, "stat")
+	pid, ok := h.pidOf(name)
 	if !ok {
 		return 0
 	}
-	// Fields after the command name (which may hold spaces): utime is the 14th field, stime the 15th.
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ
+	own, _ := cpuSecondsOf(pid)
+	return own
 }
 
 func medianFloat(v []float64) float64 {
