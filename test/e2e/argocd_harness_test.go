@@ -107,6 +107,12 @@ func (h *harness) applyArgoParent() {
 		dir := path.Join(h.fluxPath, generator.FluxDir)
 		set = map[string][]string{h.gitURL: {"spec", "source", "repoURL"}, "main": {"spec", "source", "targetRevision"},
 			dir: {"spec", "source", "path"}}
+		if h.branchPerNamespace {
+			// deploy/argocd/branch-per-namespace: the branch that publishes <path>/flux.
+			file = filepath.Join(testenv.RepoRoot(), "deploy", "argocd", "branch-per-namespace", "application.yaml")
+			set = map[string][]string{h.gitURL: {"spec", "source", "repoURL"}, generator.PublishedBranch(dir): {"spec", "source", "targetRevision"},
+				dir: {"spec", "source", "path"}}
+		}
 	}
 	objs := readObjects(t, file)
 	if len(objs) != 1 || objs[0].GroupVersionKind() != argocd.ApplicationGVK || objs[0].GetName() != argoParentName {

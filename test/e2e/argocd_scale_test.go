@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
-	"github.com/magnum-gitops/magnum-gitops/internal/testenv/argocd"
 )
 
 // TestE2EArgoScale (issue 48 point 6; not in CI) measures what a fleet of clusters costs the
@@ -25,8 +25,8 @@ import (
 // that has synced nothing else yet, asks for a reconcile as serve would, and measures
 // from the push until every cluster is deployed:
 //
-//   - Argo: the parent Application of deploy/argocd (the sops plugin) has synced the
-//     commit, and each of the N clusters' Applications (a Helm source of the
+//   - Argo: the parent Application of deploy/argocd (the sops plugin), or every
+//     namespace's and their root, has synced the commit, and each of the N clusters' Applications (a Helm source of the
 //     openstack-cluster chart, which the repo-server renders once per Application) is
 //     Synced and Healthy or Progressing (what the chart's objects reach with no Cluster
 //     API controller running: the Cluster waits for its infrastructure);
@@ -48,12 +48,11 @@ import (
 // and Argo CD (hack/argocd.sh). ARGOCD_SCALE_RECONCILIATION (120s, Argo CD's default
 // timeout.reconciliation) restarts the harness's Argo CD, which refreshes every
 // Application every 10 s, with that period ("10s" keeps the harness's).
-// ARGOCD_SCALE_PARENTS=namespace replaces the one parent Application with one per
-// project namespace (as an ApplicationSet with a Git directory generator would make
-// them), created right after the push, ARGOCD_SCALE_PARENT_BATCH at a time (all at
-// once by default; the next batch once those created have synced: at 1,000 clusters a
-// hundred parents at once time out in the repo-server together, each streaming the whole
-// repository to the plugin). ARGOCD_SCALE_VALUES=object moves each
+// ARGOCD_SCALE_PARENTS=namespace renders the Argo tree with flux.layout per-namespace: a
+// parent Application per project namespace, written by magnum-gitops and applied by the
+// root of deploy/argocd/per-namespace; =branch with branch-per-namespace, each parent
+// following its namespace's published branch (the test publishes them after the push, as
+// serve does). ARGOCD_SCALE_VALUES=object moves each
 // Application's helm.values text to helm.valuesObject, as earlier builds wrote it: the
 // chart's values hold nulls, which Argo CD's merge patch of the Application's status drops
 // from status.sync.comparedTo, so that the controller finds spec.source changed and
@@ -69,15 +68,12 @@ func TestE2EArgoScale(t *testing.T) {
 		reconciliation: envDuration(t, "ARGOCD_SCALE_RECONCILIATION", 120*time.Second), parents: os.Getenv("ARGOCD_SCALE_PARENTS"),
 		values: os.Getenv("ARGOCD_SCALE_VALUES")}
 	s.projects = max(1, s.n/10)
-	if v := os.Getenv("ARGOCD_SCALE_PARENT_BATCH"); v != "" {
-		s.parentBatch = envInt(t, "ARGOCD_SCALE_PARENT_BATCH", 0)
-	}
 	s.wait = envDuration(t, "ARGOCD_SCALE_WAIT", 10*time.Minute+time.Duration(s.n)*2*time.Second)
 	if s.parents == "" {
 		s.parents = parentsOne
 	}
-	if s.parents != parentsOne && s.parents != parentsNamespace {
-		t.Fatalf("ARGOCD_SCALE_PARENTS=%q: want %s or %s", s.parents, parentsOne, parentsNamespace)
+	if s.parents != parentsOne && s.parents != parentsNamespace && s.parents != parentsBranch {
+		t.Fatalf("ARGOCD_SCALE_PARENTS=%q: want %s, %s or %s", s.parents, parentsOne, parentsNamespace, parentsBranch)
 	}
 	if s.values == "" {
 		s.values = valuesString
@@ -104,7 +100,7 @@ func TestE2EArgoScale(t *testing.T) {
 	}
 	t.Logf("machine: %s", machineSummary())
 	start := time.Now()
-	trees := renderFormatTrees(t, b, id, s.n, s.projects, modes)
+	trees := renderFormatTrees(t, b, id, s.n, s.projects, modes, s.layout())
 	t.Logf("rendered %d clusters in %d namespaces, in %d format(s), in %s", s.n, s.projects, len(modes), time.Since(start).Round(time.Second))
 
 	var results []argoScaleResult
@@ -113,9 +109,6 @@ func TestE2EArgoScale(t *testing.T) {
 			r := argoScaleResult{mode: mode, n: s.n, projects: s.projects}
 			if mode == generator.FormatArgo {
 				r.mode += "/" + s.parents + "/" + s.values
-				if s.parents == parentsNamespace && s.parentBatch > 0 {
-					r.mode += fmt.Sprintf("/b%d", s.parentBatch)
-				}
 				r.plugin = timeSOPSPlugin(t, trees[mode], id)
 				if s.values == valuesObject {
 					helmValuesAsObject(t, trees[mode])
@@ -131,9 +124,26 @@ func TestE2EArgoScale(t *testing.T) {
 
 // The parent Applications of ARGOCD_SCALE_PARENTS.
 const (
-	parentsOne       = "one"       // deploy/argocd/application.yaml over the whole path
-	parentsNamespace = "namespace" // one per project namespace's directory
+	parentsOne = "one" // deploy/argocd/application.yaml over the whole path
+	// parentsNamespace is flux.layout per-namespace: a parent Application per project
+	// namespace's directory, written by magnum-gitops under <path>/flux and applied by
+	// deploy/argocd/per-namespace.
+	parentsNamespace = "namespace"
+	// parentsBranch is flux.layout branch-per-namespace: the same parents, each following
+	// its namespace's published branch (deploy/argocd/branch-per-namespace).
+	parentsBranch = "branch"
 )
+
+// layout is the flux.layout the Argo tree is rendered with.
+func (s scaleSettings) layout() string {
+	switch s.parents {
+	case parentsNamespace:
+		return generator.LayoutPerNamespace
+	case parentsBranch:
+		return generator.LayoutBranchPerNamespace
+	}
+	return generator.LayoutSingle
+}
 
 // How the clusters' Applications carry their values (ARGOCD_SCALE_VALUES).
 const (
@@ -155,8 +165,6 @@ type scaleSettings struct {
 	// parentsNamespace.
 	reconciliation time.Duration
 	parents        string
-	// parentBatch is how many namespace parents are created at a time (0: all).
-	parentBatch int
 	// values is valuesObject or valuesString.
 	values string
 }
@@ -233,25 +241,19 @@ func runFormatScale(t *testing.T, b *binaries, id *age.X25519Identity, tree stri
 	argo := strings.HasPrefix(r.mode, generator.FormatArgo)
 	if argo {
 		opts = append(opts, withArgoCD())
+		switch s.parents {
+		case parentsNamespace:
+			opts = append(opts, withPerNamespaceLayout())
+		case parentsBranch:
+			opts = append(opts, withBranchPerNamespaceLayout())
+		}
 	}
 	h := newHarness(t, b, false, opts...)
 	if dir := os.Getenv("ARGOCD_SCALE_LOGS"); dir != "" {
 		defer h.keepLogs(filepath.Join(dir, strings.ReplaceAll(r.mode, "/", "-")))
 	}
-	parents := []string{argoParentName}
-	var pending []*unstructured.Unstructured // namespace parents not created yet
-	if argo {
-		if s.reconciliation != 10*time.Second {
-			h.restartArgoCD(s.reconciliation)
-		}
-		if s.parents == parentsNamespace {
-			// The namespace parents replace the one of deploy/argocd, which would render
-			// the whole tree too; it has no finalizer, and has synced nothing but the seed.
-			if err := h.c.Delete(h.ctx, h.object(argocd.ApplicationGVK, argocd.Namespace, argoParentName)); err != nil {
-				t.Fatalf("deleting the parent Application: %v", err)
-			}
-			parents = nil
-		}
+	if argo && s.reconciliation != 10*time.Second {
+		h.restartArgoCD(s.reconciliation)
 	}
 
 	work := filepath.Join(h.work, "push")
@@ -272,20 +274,22 @@ func runFormatScale(t *testing.T, b *binaries, id *age.X25519Identity, tree stri
 	pushed := time.Now()
 	r.pushDuration = pushed.Sub(pushStart)
 	rev := strings.TrimSpace(h.git(work, "rev-parse", "HEAD"))
+	if h.branchPerNamespace {
+		// What serve pushes with the commit: the published branches.
+		if err := h.publisher().Publish(h.ctx, h.gitFiles(h.fluxPath)...); err != nil {
+			t.Fatalf("publishing the branches: %v", err)
+		}
+	}
 	// What serve does after a push: Flux's serve.reconcile_request, Argo CD's refresh (as
 	// a Git webhook does). Namespace parents are new: Argo CD compares them at once.
-	switch {
-	case !argo:
-		h.reconcileNow(gvkGitRepository, sourceName)
-	case s.parents == parentsNamespace:
-		pending = h.namespaceParents(tree)
-		for _, p := range pending {
-			parents = append(parents, p.GetName())
-		}
-	default:
+	var parents map[string]string
+	if argo {
 		h.argoCD.Refresh(argoParentName, "normal")
+		parents = h.argoParents(tree, s.parents, rev)
+	} else {
+		h.reconcileNow(gvkGitRepository, sourceName)
 	}
-	h.waitDeployed(r, parents, pending, s.parentBatch, rev, pushed, s.wait)
+	h.waitDeployed(r, parents, rev, pushed, s.wait)
 	after := childCosts()
 	r.loadEnd = loadAverage()
 	r.costs = costDelta(before, after)
@@ -317,7 +321,7 @@ func runFormatScale(t *testing.T, b *binaries, id *age.X25519Identity, tree stri
 			syncsAfter, outOfSync := h.argoSyncs()
 			r.idleSyncs = syncsBetween(syncsBefore, syncsAfter)
 			t.Logf("%s: idle for %s: %d sync operations; resources OutOfSync at its end, by kind: %v", r.mode, s.idle, r.idleSyncs, outOfSync)
-			r.differs, r.differPaths = h.comparedToDiffers(parents)
+			r.differs, r.differPaths = h.comparedToDiffers(slices.Collect(maps.Keys(parents)))
 			t.Logf("%s: %d of %d Applications' spec.source differ from the source Argo CD last compared (status.sync.comparedTo), e.g. %q",
 				r.mode, r.differs, r.n, r.differPaths)
 		}

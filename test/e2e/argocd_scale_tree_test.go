@@ -19,7 +19,6 @@ import (
 
 	"filippo.io/age"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -32,7 +31,7 @@ import (
 // (the layout's path under it), with the chart repository's and the Git server's URLs as
 // placeholders (copySeedTree replaces them). The same events in both formats: the same
 // clusters, names and values.
-func renderFormatTrees(t *testing.T, b *binaries, id *age.X25519Identity, n, projects int, formats []string) map[string]string {
+func renderFormatTrees(t *testing.T, b *binaries, id *age.X25519Identity, n, projects int, formats []string, argoLayout string) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
 	digest := filepath.Join(dir, "digest.key")
@@ -54,6 +53,7 @@ func renderFormatTrees(t *testing.T, b *binaries, id *age.X25519Identity, n, pro
 			// use it (its Application's source is the chart repository).
 			cfg["format"] = generator.FormatArgo
 			cfg["git"] = map[string]any{"url": gitURLPlaceholder, "branch": "main"}
+			cfg["flux"].(map[string]any)["layout"] = argoLayout
 		}
 		data, err := yaml.Marshal(cfg)
 		if err != nil {
@@ -111,8 +111,19 @@ func renderFormatTrees(t *testing.T, b *binaries, id *age.X25519Identity, n, pro
 				if e.Name() == generator.SourcesDir {
 					continue // the same in every tree
 				}
-				if err := os.Rename(filepath.Join(other, e.Name()), filepath.Join(tree, fluxPath, e.Name())); err != nil {
-					t.Fatal(err)
+				from, to := []string{filepath.Join(other, e.Name())}, filepath.Join(tree, fluxPath)
+				if e.Name() == generator.FluxDir {
+					// The namespaces' parent Applications: each worker wrote its own.
+					from, _ = filepath.Glob(filepath.Join(other, e.Name(), "*"))
+					to = filepath.Join(tree, fluxPath, generator.FluxDir)
+					if err := os.MkdirAll(to, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, f := range from {
+					if err := os.Rename(f, filepath.Join(to, filepath.Base(f))); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 		}
@@ -199,41 +210,6 @@ func timeSOPSPlugin(t *testing.T, tree string, id *age.X25519Identity) pluginRun
 	t.Logf("the sops plugin's generate command over the whole tree (what the parent Application costs on each commit): %s wall, %s CPU, %d SOPS files decrypted, %d documents",
 		r.wall.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.files, r.docs)
 	return r
-}
-
-// namespaceParents makes, for each project namespace's directory of tree, the parent
-// Application of deploy/argocd with that directory as its path, named
-// magnum-clusters-<namespace>; waitDeployed creates them.
-func (h *harness) namespaceParents(tree string) []*unstructured.Unstructured {
-	t := h.t
-	t.Helper()
-	file := filepath.Join(testenv.RepoRoot(), "deploy", "argocd", "application.yaml")
-	objs := readObjects(t, file)
-	if len(objs) != 1 || objs[0].GroupVersionKind() != argocd.ApplicationGVK {
-		t.Fatalf("%s: want one Application", file)
-	}
-	entries, err := os.ReadDir(filepath.Join(tree, fluxPath))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var apps []*unstructured.Unstructured
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		app := objs[0].DeepCopy()
-		app.SetName(argoParentName + "-" + e.Name())
-		for v, path := range map[string][]string{
-			h.gitURL: {"spec", "source", "repoURL"}, "main": {"spec", "source", "targetRevision"},
-			fluxPath + "/" + e.Name(): {"spec", "source", "path"}, argocd.SOPSPlugin: {"spec", "source", "plugin", "name"},
-		} {
-			if err := unstructured.SetNestedField(app.Object, v, path...); err != nil {
-				t.Fatal(err)
-			}
-		}
-		apps = append(apps, app)
-	}
-	return apps
 }
 
 // helmValuesAsObject rewrites every Application of the tree: its spec.source.helm.values

@@ -8,6 +8,8 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv/argocd"
+	"github.com/magnum-gitops/magnum-gitops/magnum"
 )
 
 // restartArgoCD stops the harness's Argo CD and starts it again against the same API
@@ -69,31 +72,44 @@ func (h *harness) restartArgoCD(reconciliation time.Duration) {
 	t.Logf("Argo CD restarted with timeout.reconciliation %s", reconciliation)
 }
 
-// waitDeployed polls, every r.pollEvery, until the commit rev is applied and every one of
-// r.n clusters is deployed (see TestE2EArgoScale), or wait has passed since pushed. It
-// creates the pending parent Applications, batch at a time (all at once with 0), each
-// batch once every parent created before has synced. In Argo mode it stops early when
-// the repo-server has paused a parent's manifest generation after repeated failures
-// (Argo CD tries it again only an hour later).
-func (h *harness) waitDeployed(r *argoScaleResult, parents []string, pending []*unstructured.Unstructured, batch int, rev string, pushed time.Time, wait time.Duration) {
+// argoParents are the parent Applications of an Argo run and the revision each must have
+// synced: the one of deploy/argocd at rev; or the root and every project namespace's of
+// tree, at rev, or in the branch layout each at the head of the branch it follows.
+func (h *harness) argoParents(tree, parents, rev string) map[string]string {
+	if parents == parentsOne {
+		return map[string]string{argoParentName: rev}
+	}
+	out := map[string]string{argoParentName: rev}
+	if parents == parentsBranch {
+		out[argoParentName] = strings.TrimSpace(h.git(h.gitDir, "rev-parse", "refs/heads/"+generator.PublishedBranch(path.Join(h.fluxPath, generator.FluxDir))))
+	}
+	entries, err := os.ReadDir(filepath.Join(tree, fluxPath))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == generator.FluxDir || e.Name() == generator.SourcesDir {
+			continue
+		}
+		out[magnum.FluxObjectName(e.Name())] = rev
+		if parents == parentsBranch {
+			out[magnum.FluxObjectName(e.Name())] = h.publishedHead(e.Name())
+		}
+	}
+	return out
+}
+
+// waitDeployed polls, every r.pollEvery, until the parents (name → the revision each must
+// have synced; Flux: the root Kustomization at rev) have applied the commit and every one
+// of r.n clusters is deployed (see TestE2EArgoScale), or wait has passed since pushed. In
+// Argo mode it stops early when the repo-server has paused a parent's manifest generation
+// after repeated failures (Argo CD tries it again only an hour later).
+func (h *harness) waitDeployed(r *argoScaleResult, parents map[string]string, rev string, pushed time.Time, wait time.Duration) {
 	deadline := pushed.Add(wait)
 	lastLog := time.Now()
-	created := len(parents) - len(pending)
 	for {
 		r.polls++
-		applied, synced, deployed, states, why := h.scaleState(r.mode, parents, rev)
-		if len(pending) > 0 && synced >= created {
-			n := len(pending)
-			if batch > 0 {
-				n = min(batch, n)
-			}
-			for _, app := range pending[:n] {
-				if err := h.c.Create(h.ctx, app); err != nil {
-					h.t.Fatalf("creating the parent Application %s: %v", app.GetName(), err)
-				}
-			}
-			pending, created = pending[n:], created+n
-		}
+		applied, _, deployed, states, why := h.scaleState(r.mode, parents, rev)
 		now := time.Since(pushed)
 		if applied && r.applied == 0 {
 			r.applied = now
@@ -127,20 +143,16 @@ func (h *harness) waitDeployed(r *argoScaleResult, parents []string, pending []*
 	}
 }
 
-// scaleState reads whether rev is applied (every parent Application synced it, or the
-// root Kustomization applied it), how many parents synced it, how many clusters are
+// scaleState reads whether the commit is applied (every parent Application synced its
+// revision of it, or the root Kustomization applied rev), how many parents synced it, how many clusters are
 // deployed, the count of each cluster state, and what the first parent not synced, or the
 // root, shows.
-func (h *harness) scaleState(mode string, parents []string, rev string) (applied bool, synced, deployed int, states map[string]int, why string) {
+func (h *harness) scaleState(mode string, parents map[string]string, rev string) (applied bool, synced, deployed int, states map[string]int, why string) {
 	states = map[string]int{}
 	if strings.HasPrefix(mode, generator.FormatArgo) {
-		isParent := map[string]bool{}
-		for _, p := range parents {
-			isParent[p] = true
-		}
 		for _, app := range h.list(argocd.ApplicationGVK, argocd.Namespace) {
-			if isParent[app.GetName()] {
-				ok, state := argoSyncedAt(&app, rev)
+			if at, isParent := parents[app.GetName()]; isParent {
+				ok, state := argoSyncedAt(&app, at)
 				if ok {
 					synced++
 				} else if why == "" {
