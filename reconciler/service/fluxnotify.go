@@ -73,7 +73,8 @@ type reconcileRequester struct {
 	// argo is set in Argo mode: the target is an Application, refreshed.
 	argo bool
 	// perNamespace is the namespace of the per-namespace GitRepositories (in Argo mode,
-	// parent Applications: generator.Config.LayoutNamespace); empty in the single layout. rootPaths are the path prefixes the root GitRepository applies.
+	// parent Applications: generator.Config.LayoutNamespace); empty in the single layout.
+	// rootPaths are the path prefixes the root GitRepository applies.
 	perNamespace string
 	rootPaths    []string
 	log          *slog.Logger
