@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +33,21 @@ func wantedMachineDeployments(v View) map[string]bool {
 		wanted[magnum.ChartComponentName(v.StackID, magnum.SanitizedName(ng.Name))] = true
 	}
 	return wanted
+}
+
+// LeftOver is leftOver for a caller that needs nothing else of the judgement (serve's
+// leader, every few seconds over the fleet): the GitOps chain is judged only for a cluster
+// that has a candidate at all, which almost none has.
+func LeftOver(v View, o Objects, opts Options) []ObjectRef {
+	if o.Application == nil || o.HelmRelease != nil || v.Status.Action() == v1alpha1.ActionDelete {
+		return nil
+	}
+	wanted := wantedMachineDeployments(v)
+	if !slices.ContainsFunc(o.MachineDeployments, func(md *unstructured.Unstructured) bool { return !wanted[md.GetName()] }) {
+		return nil
+	}
+	pending, _ := revisionPending(v, o, opts)
+	return leftOver(v, o, gitopsChain(v, o, opts, pending, conditionCache{}))
 }
 
 // leftOver is what the GitOps tool leaves of a cluster once it has applied the commit,

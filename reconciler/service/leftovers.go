@@ -29,8 +29,7 @@ func (s *Service) leftOvers(ctx context.Context) {
 		if m == nil || m.judge == nil {
 			continue
 		}
-		refs := m.judge.evaluate(ctx, rec).LeftOver
-		for _, ref := range refs {
+		for _, ref := range m.judge.leftOver(ctx, rec) {
 			log := s.o.Log.With("cluster", rec.Event.Cluster.UUID, "stack_id", rec.StackID,
 				"kind", ref.GVK.Kind, "namespace", ref.Namespace, "name", ref.Name)
 			if m.Kube == nil {

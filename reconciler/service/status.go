@@ -89,17 +89,39 @@ func (j *judge) ancestry(snap *status.Snapshot, rec reconciler.ClusterRecord, co
 // delete step would remove its Secrets); an unreadable management cluster gives health
 // UNKNOWN.
 func (j *judge) evaluate(ctx context.Context, rec reconciler.ClusterRecord) status.Report {
+	v, o, opts, err := j.judgement(ctx, rec)
+	if err != nil {
+		return status.Unreadable(v, err)
+	}
+	return status.Evaluate(v, o, opts)
+}
+
+// judgement is what a judgement of one cluster reads: its view, its objects in a snapshot
+// taken after its last event arrived, and the options (its deadlines, the ancestry of
+// what was applied, its pull request in review mode).
+func (j *judge) judgement(ctx context.Context, rec reconciler.ClusterRecord) (status.View, status.Objects, status.Options, error) {
 	v := View(rec)
 	snap, err := j.snapshotAfter(ctx, rec.At)
 	if err != nil {
-		return status.Unreadable(v, err)
+		return v, status.Objects{}, status.Options{}, err
 	}
 	opts := status.OptionsFor(rec.Event, j.options(time.Now()))
 	opts.Ancestry = j.ancestry(snap, rec, rec.Revision)
 	if j.review != nil {
 		opts.Review = j.review(ctx, rec)
 	}
-	return status.Evaluate(v, snap.Objects(v), opts)
+	return v, snap.Objects(v), opts, nil
+}
+
+// leftOver is what the GitOps tool leaves of a cluster that serve deletes
+// (status.LeftOver), judged as evaluate judges the cluster; nil when the management
+// cluster cannot be read.
+func (j *judge) leftOver(ctx context.Context, rec reconciler.ClusterRecord) []status.ObjectRef {
+	v, o, opts, err := j.judgement(ctx, rec)
+	if err != nil {
+		return nil
+	}
+	return status.LeftOver(v, o, opts)
 }
 
 // View is the Magnum view of a cluster as the service knows it: its last event in
