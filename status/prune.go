@@ -56,16 +56,24 @@ func LeftOver(v View, o Objects, opts Options) []ObjectRef {
 // owner, and Argo CD leaves an object with an owner out of what it manages, so a deleted
 // node group's MachineDeployment would stay, its machines running. Only one the cluster's
 // Application applied (its tracking annotation names the Application), that no node group
-// wants, that is not being deleted yet, and only once the Application is at the commit
-// (gitops is nil): before that, Argo CD may still be applying a group the view wants.
+// wants, that is not being deleted yet, that the Application no longer lists among its
+// resources (status.resources: what its desired state holds, so Argo CD's own word that
+// the commit removed it, beside the Magnum view's), and only once the Application is at
+// the commit (gitops is nil): before that, Argo CD may still be applying a group the view
+// wants.
 func leftOver(v View, o Objects, gitops *blocker) []ObjectRef {
 	if gitops != nil || o.Application == nil || o.HelmRelease != nil || v.Status.Action() == v1alpha1.ActionDelete {
+		return nil
+	}
+	listed, known := applicationResources(o.Application)
+	if !known {
 		return nil
 	}
 	wanted := wantedMachineDeployments(v)
 	var out []ObjectRef
 	for _, md := range o.MachineDeployments {
-		if wanted[md.GetName()] || md.GetDeletionTimestamp() != nil || !trackedBy(md, o.Application.GetName()) {
+		if wanted[md.GetName()] || md.GetDeletionTimestamp() != nil || !trackedBy(md, o.Application.GetName()) ||
+			listed[md.GroupVersionKind().Kind+"/"+md.GetNamespace()+"/"+md.GetName()] {
 			continue
 		}
 		out = append(out, ObjectRef{GVK: md.GroupVersionKind(), Namespace: md.GetNamespace(), Name: md.GetName()})
@@ -84,4 +92,19 @@ func trackedBy(u *unstructured.Unstructured, app string) bool {
 		owner = name
 	}
 	return owner == app
+}
+
+// applicationResources are the objects an Application lists in status.resources, as
+// kind/namespace/name; known is false while it lists none (not compared yet), when
+// nothing may be taken as gone from its desired state.
+func applicationResources(app *unstructured.Unstructured) (listed map[string]bool, known bool) {
+	list := sliceAt(app, "status", "resources")
+	if len(list) == 0 {
+		return nil, false
+	}
+	listed = make(map[string]bool, len(list))
+	for _, r := range list {
+		listed[str(r["kind"])+"/"+str(r["namespace"])+"/"+str(r["name"])] = true
+	}
+	return listed, true
 }

@@ -64,6 +64,16 @@ func TestLeftOver(t *testing.T) {
 		md("demo-untracked", "", false),
 		md("demo-going", "demo:cluster.x-k8s.io/MachineDeployment:demo/demo-going", true),
 	}
+	// The same Application still listing demo-gpu among its resources: its desired state
+	// holds it, whatever the Magnum view says.
+	listing := synced.DeepCopy()
+	resources, _, _ := unstructured.NestedSlice(listing.Object, "status", "resources")
+	resources = append(resources, map[string]any{"group": "cluster.x-k8s.io", "kind": "MachineDeployment",
+		"namespace": "demo", "name": "demo-gpu", "status": "Synced", "version": "v1beta2"})
+	_ = unstructured.SetNestedSlice(listing.Object, resources, "status", "resources")
+	// One not compared yet lists nothing: nothing may be taken as gone.
+	unlisted := synced.DeepCopy()
+	unstructured.RemoveNestedField(unlisted.Object, "status", "resources")
 	hr := &unstructured.Unstructured{}
 	hr.SetAPIVersion("helm.toolkit.fluxcd.io/v2")
 	hr.SetKind("HelmRelease")
@@ -75,6 +85,9 @@ func TestLeftOver(t *testing.T) {
 	}{
 		{"argo at the commit", view(v1alpha1.UpdateInProgress, at), status.Objects{Application: synced, MachineDeployments: mds},
 			[]string{"demo-gpu", "demo-old"}},
+		{"argo at the commit, still listing one", view(v1alpha1.UpdateInProgress, at), status.Objects{Application: listing, MachineDeployments: mds},
+			[]string{"demo-old"}},
+		{"argo at the commit, listing nothing", view(v1alpha1.UpdateInProgress, at), status.Objects{Application: unlisted, MachineDeployments: mds}, nil},
 		{"argo not at the commit yet", view(v1alpha1.UpdateInProgress, "0123456789012345678901234567890123456789"),
 			status.Objects{Application: recorded("02-sync-retrying.yaml"), MachineDeployments: mds}, nil},
 		{"argo failing", view(v1alpha1.UpdateInProgress, at),
