@@ -187,10 +187,11 @@ func (s *Snapshot) Discover() []View {
 			// A namespace's parent Application (the per-namespace layouts in Argo mode) is
 			// magnum-gitops' too, but of no cluster.
 			if !argo && (g != FluxHelmGroup || kindOf(hr) != "HelmRelease") || label(hr, magnum.LabelManagedBy) != magnum.ManagedBy ||
-				label(hr, magnum.LabelClusterUUID) == "" {
+				argo && label(hr, magnum.LabelClusterUUID) == "" {
 				continue
 			}
-			values, _, _ := unstructured.NestedMap(hr.Object, "spec", "values")
+			raw, _, _ := unstructured.NestedFieldNoCopy(hr.Object, "spec", "values")
+			values, _ := raw.(map[string]any)
 			ns := hr.GetNamespace()
 			if argo {
 				values, ns = applicationValues(hr), stringAt(hr, "spec", "destination", "namespace")
