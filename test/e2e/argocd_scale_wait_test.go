@@ -8,7 +8,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -81,7 +80,7 @@ func (h *harness) argoParents(tree, parents, rev string) map[string]string {
 	}
 	out := map[string]string{argoParentName: rev}
 	if parents == parentsBranch {
-		out[argoParentName] = strings.TrimSpace(h.git(h.gitDir, "rev-parse", "refs/heads/"+generator.PublishedBranch(path.Join(h.fluxPath, generator.FluxDir))))
+		out[argoParentName] = h.publishedHead(generator.FluxDir)
 	}
 	entries, err := os.ReadDir(filepath.Join(tree, fluxPath))
 	if err != nil {
