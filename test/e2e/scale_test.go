@@ -310,7 +310,9 @@ func (h *harness) copySeedTree(seed string) {
 		if rel == "flux" && !h.perNamespace {
 			return filepath.SkipDir // the single layout's files are the others
 		}
-		if strings.HasPrefix(rel, "flux"+string(filepath.Separator)) && h.branchPerNamespace {
+		// TestE2EScale renders the per-namespace layout once and keeps the branch layout's
+		// Flux objects beside it; TestE2EArgoScale's Argo tree is rendered in its layout.
+		if strings.HasPrefix(rel, "flux"+string(filepath.Separator)) && h.branchPerNamespace && !h.argo {
 			path = filepath.Join(h.seedTree, "..", "branch-flux", strings.TrimPrefix(rel, "flux"+string(filepath.Separator)))
 		}
 		dst := filepath.Join(seed, fluxPath, rel)
