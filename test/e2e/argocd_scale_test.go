@@ -275,7 +275,9 @@ func runFormatScale(t *testing.T, b *binaries, id *age.X25519Identity, tree stri
 	r.pushDuration = pushed.Sub(pushStart)
 	rev := strings.TrimSpace(h.git(work, "rev-parse", "HEAD"))
 	if h.branchPerNamespace {
-		// What serve pushes with the commit: the published branches.
+		// What serve pushes with the commit: the published branches, from a clone that
+		// has the commit (the harness's publisher was opened at the seed).
+		h.published = nil
 		if err := h.publisher().Publish(h.ctx, h.gitFiles(h.fluxPath)...); err != nil {
 			t.Fatalf("publishing the branches: %v", err)
 		}
