@@ -142,6 +142,16 @@ func (h *harness) waitArgoSynced(revision string, timeout time.Duration) time.Ti
 	return h.waitArgoSyncedBy(argoParentName, revision, timeout)
 }
 
+// argoRootRevision is the revision the root Application syncs once main is at revision:
+// revision, or in the branch-per-namespace layout the head of the branch that publishes
+// <path>/flux, which the root follows.
+func (h *harness) argoRootRevision(revision string) string {
+	if h.branchPerNamespace {
+		return h.publishedHead(generator.FluxDir)
+	}
+	return revision
+}
+
 // waitArgoSyncedIn waits for the Application that syncs a project namespace to have
 // synced revision: the parent, or in the per-namespace layout the namespace's own.
 func (h *harness) waitArgoSyncedIn(namespace, revision string, timeout time.Duration) time.Time {

@@ -57,7 +57,7 @@ func (h *harness) restartArgoCD(reconciliation time.Duration) {
 		ArgoCDCM: map[string]string{"kustomize.buildOptions": "--enable-helm"},
 	}, argocd.Options{AgeIdentity: h.ageIdentity.String(), Reconciliation: reconciliation})
 	h.argoCD.Refresh(argoParentName, "normal")
-	seed := h.headRevision()
+	seed := h.argoRootRevision(h.headRevision())
 	h.waitFor("the restarted Argo CD to compare "+argoParentName, 3*time.Minute, func() (bool, string) {
 		app, ok := h.application(argoParentName)
 		if !ok {
@@ -80,7 +80,7 @@ func (h *harness) argoParents(tree, parents, rev string) map[string]string {
 	}
 	out := map[string]string{argoParentName: rev}
 	if parents == parentsBranch {
-		out[argoParentName] = h.publishedHead(generator.FluxDir)
+		out[argoParentName] = h.argoRootRevision(rev)
 	}
 	entries, err := os.ReadDir(filepath.Join(tree, fluxPath))
 	if err != nil {

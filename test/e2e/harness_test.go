@@ -431,11 +431,8 @@ func newHarness(t *testing.T, b *binaries, requestReconcile bool, opts ...harnes
 			t.Fatalf("publishing the seed's branches: %v", err)
 		}
 	}
-	if h.argo && h.branchPerNamespace {
-		// The root follows the branch that publishes <path>/flux: its own commit.
-		h.waitArgoSynced(h.publishedHead(generator.FluxDir), h.seedTimeout)
-	} else if h.argo {
-		h.waitArgoSynced(seed, h.seedTimeout)
+	if h.argo {
+		h.waitArgoSynced(h.argoRootRevision(seed), h.seedTimeout)
 	} else if h.wantKustomizations == 0 {
 		h.waitApplied(seed, h.seedTimeout)
 	} else {
