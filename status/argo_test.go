@@ -242,23 +242,27 @@ func TestArgoSnapshot(t *testing.T) {
 	}
 }
 
+// recordedApplication reads an Application recorded from the real Argo CD controllers
+// (fixtures/status/argo).
+func recordedApplication(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../fixtures/status/argo", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(b, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 // TestArgoRecorded reads the Applications recorded from the real Argo CD controllers
 // (fixtures/status/argo): the one "applied?" rule on each as the repository's Application,
 // and what each says as a cluster's own.
 func TestArgoRecorded(t *testing.T) {
 	t.Parallel()
-	load := func(name string) *unstructured.Unstructured {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join("../fixtures/status/argo", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(b, &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		return u
-	}
+	load := func(name string) *unstructured.Unstructured { return recordedApplication(t, name) }
 	// The commits of the recording's steps, as its Applications name them (each recording
 	// makes new ones): the first, synced; the one adding a kind without a CRD; the one
 	// adding a Deployment.

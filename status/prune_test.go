@@ -1,15 +1,12 @@
 package status_test
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/status"
@@ -19,18 +16,7 @@ import (
 // MachineDeployment), judged behind the Application recorded from the real Argo CD.
 func TestLeftOver(t *testing.T) {
 	t.Parallel()
-	recorded := func(name string) *unstructured.Unstructured {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join("../fixtures/status/argo", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(b, &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		return u
-	}
+	recorded := func(name string) *unstructured.Unstructured { return recordedApplication(t, name) }
 	synced := recorded("01-synced-healthy.yaml") // Application "demo", synced at its revision
 	at, _, _ := unstructured.NestedString(synced.Object, "status", "sync", "revision")
 	md := func(name, tracking string, deleting bool) *unstructured.Unstructured {

@@ -15,11 +15,13 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
@@ -109,6 +111,20 @@ func serviceChartValues(t *testing.T, name string) map[string]any {
 	return v
 }
 
+// renderServiceChart renders the service's chart with values, as its objects.
+func renderServiceChart(t *testing.T, ch *chart.Chart, release, namespace string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	m, err := servicechart.Render(ch, release, namespace, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := chartrender.Parse(strings.NewReader(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
 // TestServiceChartAccepted renders the service's chart with the values deploy/service is
 // rendered with and with every option on, and sends each object to the real API server
 // (server-side apply, dry run) with the real schemas of its CRDs: every one is accepted.
@@ -134,14 +150,7 @@ func TestServiceChartAccepted(t *testing.T) {
 			[]string{"Namespace", "Deployment", "Service", "Ingress", "Certificate", "ServiceMonitor", "PrometheusRule"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := servicechart.Render(ch, tc.release, tc.namespace, serviceChartValues(t, tc.values))
-			if err != nil {
-				t.Fatal(err)
-			}
-			objs, err := chartrender.Parse(strings.NewReader(m))
-			if err != nil {
-				t.Fatal(err)
-			}
+			objs := renderServiceChart(t, ch, tc.release, tc.namespace, serviceChartValues(t, tc.values))
 			kinds := map[string]int{}
 			for _, o := range objs {
 				kinds[o.GetKind()]++
@@ -192,14 +201,7 @@ func TestServiceChartRefusedByAPIServer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vals := serviceChartValues(t, "deploy-service-values.yaml")
 			tc.set(vals)
-			m, err := servicechart.Render(ch, servicechart.DeployRelease, servicechart.DeployNamespace, vals)
-			if err != nil {
-				t.Fatal(err)
-			}
-			objs, err := chartrender.Parse(strings.NewReader(m))
-			if err != nil {
-				t.Fatal(err)
-			}
+			objs := renderServiceChart(t, ch, servicechart.DeployRelease, servicechart.DeployNamespace, vals)
 			for _, o := range objs {
 				if o.GetKind() != tc.kind {
 					continue

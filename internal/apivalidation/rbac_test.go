@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/magnum-gitops/magnum-gitops/internal/chartrender"
 	"github.com/magnum-gitops/magnum-gitops/internal/servicechart"
 	"github.com/magnum-gitops/magnum-gitops/internal/testenv"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
@@ -36,13 +35,7 @@ func TestDeployRBAC(t *testing.T) {
 			t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:magnum-gitops:magnum-gitops",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:magnum-gitops", "system:authenticated"}}
-	sa, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sa := serviceAccountClient(t)
 	secret := func(ns, name string, labels map[string]string) *corev1.Secret {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
 		if err := env.Client.Create(ctx, s); client.IgnoreAlreadyExists(err) != nil {
@@ -124,14 +117,7 @@ func TestArgoRBAC(t *testing.T) {
 	}
 	vals := serviceChartValues(t, "deploy-service-values.yaml")
 	vals["config"].(map[string]any)["format"] = "argo"
-	m, err := servicechart.Render(ch, servicechart.DeployRelease, servicechart.DeployNamespace, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := chartrender.Parse(strings.NewReader(m))
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := renderServiceChart(t, ch, servicechart.DeployRelease, servicechart.DeployNamespace, vals)
 	applied := 0
 	for _, o := range objs {
 		if strings.HasSuffix(o.GetName(), "-node-group-cleanup") {
@@ -144,13 +130,7 @@ func TestArgoRBAC(t *testing.T) {
 	if applied != 4 {
 		t.Fatalf("%d node-group-cleanup objects rendered in Argo mode, want a ClusterRole, its binding, a policy and its binding", applied)
 	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:magnum-gitops:magnum-gitops",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:magnum-gitops", "system:authenticated"}}
-	sa, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sa := serviceAccountClient(t)
 	md := func(name string, labels, annotations map[string]string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
 			"clusterName": "k1", "selector": map[string]any{},
@@ -192,4 +172,18 @@ func TestArgoRBAC(t *testing.T) {
 	if err := sa.Update(ctx, md("k1-default-worker", chart, tracked)); !apierrors.IsForbidden(err) {
 		t.Errorf("updating a MachineDeployment: %v, want forbidden", err)
 	}
+}
+
+// serviceAccountClient acts on the API server as the chart's service account,
+// magnum-gitops/magnum-gitops, with the groups Kubernetes gives a service account.
+func serviceAccountClient(t *testing.T) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:magnum-gitops:magnum-gitops",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:magnum-gitops", "system:authenticated"}}
+	sa, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io/fs"
@@ -19,7 +18,6 @@ import (
 
 	"filippo.io/age"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnum-gitops/magnum-gitops/generator"
@@ -586,27 +584,9 @@ func dirBytes(dir string) int64 {
 
 // apiRequests is the API server's apiserver_request_total summed over every label.
 func (h *harness) apiRequests() float64 {
-	cs, err := kubernetes.NewForConfig(h.env.Config)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(h.ctx)
-	if err != nil {
-		h.t.Fatalf("API server /metrics: %v", err)
-	}
 	total := 0.0
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1024*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			total += v
-		}
+	for _, v := range h.apiRequestsBy() {
+		total += v
 	}
 	return total
 }
