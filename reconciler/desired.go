@@ -11,16 +11,32 @@ import (
 // operation is one Magnum operation waiting for Git: the event an event source handed over,
 // and its client, who is answered with the commit that carries it. A resync is an operation
 // too: the cluster's record, to be rendered again (resync set, ev the record's event),
-// answered to the resync.
+// answered to the resync. So is Magnum's view of a cluster (view set, ev nil; Converge):
+// the prologue derives the operations Git lacks of it and hands them to expanded.
 type operation struct {
 	ctx    context.Context
 	ev     *v1alpha1.ClusterEvent
 	resync *ResyncRecord
+	view   *MagnumView
 	digest string
+	// expanded takes a view's derived operations; follows marks a derived operation
+	// after the first of its view (it is not committed once the one before it failed);
+	// refused is why a derived event cannot be committed (answered in the prologue).
+	expanded chan []*operation
+	follows  bool
+	refused  error
 	// at stamps the record (Now, which a test may fix); arrived times the answer.
 	at      time.Time
 	arrived time.Time
 	answer  chan Summary
+}
+
+// key is the cluster the operation is of.
+func (op *operation) key() string {
+	if op.view != nil {
+		return op.view.Cluster.UUID
+	}
+	return op.ev.Cluster.UUID
 }
 
 // desired is what the event sources want of Git that Git does not hold yet: each cluster's
@@ -55,7 +71,7 @@ func (d *desired) put(ops ...*operation) bool {
 		if op == nil {
 			continue
 		}
-		uuid := op.ev.Cluster.UUID
+		uuid := op.key()
 		if _, waiting := d.ops[uuid]; !waiting {
 			d.order = append(d.order, uuid)
 			d.signal()

@@ -181,6 +181,11 @@ func (r *Reconciler) submitAll(ctx context.Context, ops []*operation, sums []Sum
 		}
 		return
 	}
+	r.wait(ctx, ops, sums)
+}
+
+// wait waits for each operation's answer (nil ones skipped), into sums.
+func (r *Reconciler) wait(ctx context.Context, ops []*operation, sums []Summary) {
 	for i, op := range ops {
 		if op == nil {
 			continue
@@ -267,11 +272,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, uuids ...string) Report {
 	return rep
 }
 
-// load is a reconcile's prologue: it claims the cluster's waiting operations and answers
-// at once those with nothing to commit: an id Git already carries (from the ledger), an id
-// reused with another body (also within the group, seen), a client that gave up.
+// load is a reconcile's prologue: it claims the cluster's waiting operations, derives
+// those a Magnum view asks for (derive), and answers at once those with nothing to
+// commit: an id Git already carries (from the ledger), an id reused with another body
+// (also within the group, seen), a client that gave up, a derived event refused.
 func (r *Reconciler) load(uuid string, member int, g *committer, seen map[string]string) *scope {
-	sc := &scope{uuid: uuid, member: member, group: g, ops: r.desired.claim(uuid)}
+	sc := &scope{uuid: uuid, member: member, group: g}
+	claimed := r.desired.claim(uuid)
+	for _, op := range claimed {
+		if op.view == nil {
+			sc.ops = append(sc.ops, op)
+			continue
+		}
+		sc.ops = append(sc.ops, r.derive(op)...)
+	}
+	// Magnum's view, held by Git already, asks nothing more: the leader's requeue
+	// observes deletes and upgrades, not every poll of every cluster.
+	sc.settled = len(claimed) > 0 && len(sc.ops) == 0
 	sc.answered = make([]bool, len(sc.ops))
 	sc.outs = make([]*Written, len(sc.ops))
 	sc.errs = make([]error, len(sc.ops))
@@ -281,7 +298,7 @@ func (r *Reconciler) load(uuid string, member int, g *committer, seen map[string
 		}
 		if sum, done := r.early(op, seen); done {
 			r.answer(op, sum)
-			sc.answered[i] = true
+			sc.answered[i], sc.errs[i] = true, sum.Err()
 		}
 	}
 	return sc
@@ -333,11 +350,14 @@ func (r *Reconciler) summarize(sc *scope) {
 	}
 }
 
-// early answers an operation without committing it: a client that gave up, a retried
-// id or an id reused with another body (replayed, ledger.go).
+// early answers an operation without committing it: a client that gave up, a derived
+// event refused, a retried id or an id reused with another body (replayed, ledger.go).
 func (r *Reconciler) early(op *operation, seen map[string]string) (Summary, bool) {
 	if op.ctx.Err() != nil {
 		return NewSummary(op.ev, nil, stepError("accept", op.ctx.Err())), true
+	}
+	if op.refused != nil {
+		return NewSummary(op.ev, nil, op.refused), true
 	}
 	if op.resync != nil {
 		return Summary{}, false // the record's event id is in the ledger: it is not a retry

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"strings"
 
@@ -27,7 +28,8 @@ type reconcileStep struct {
 //	         review branch of its own
 //	observe  with nothing waiting, what the management cluster shows decides serve's own
 //	         next commit: a delete's next phase (delete.go), a chained upgrade's next step
-//	         (upgrade.go)
+//	         (upgrade.go); not when only Magnum's view, which Git holds, asked for the
+//	         reconcile (every poll would read every cluster's deployment)
 //	commit   the configured branch's commits handed to the group's committer and one
 //	         future waited on; then each review branch's commit, one push each
 var steps = []reconcileStep{
@@ -57,6 +59,8 @@ type scope struct {
 	// chained upgrade.
 	del *deletion
 	up  *upgrading
+	// settled is set when only Magnum's views asked for the reconcile and Git holds them.
+	settled bool
 	// stats is what the reconcile cost on its own: its events (counted in the prologue)
 	// and, in review mode, its pushes.
 	stats GroupStats
@@ -99,6 +103,11 @@ func (r *Reconciler) renderStep(ctx context.Context, sc *scope) {
 	review := r.Sink.ReviewBranch != ""
 	for i, op := range sc.ops {
 		if sc.answered[i] {
+			continue
+		}
+		if op.follows && sc.errs[i-1] != nil {
+			sc.errs[i] = &failure{Kind: KindOf(sc.errs[i-1]), Step: "render",
+				Err: fmt.Errorf("not committed: %s, derived before it from Magnum's view, failed", sc.ops[i-1].ev.Operation)}
 			continue
 		}
 		switch {
@@ -159,7 +168,7 @@ func (r *Reconciler) answers(sc *scope, i int) func(committed, error) *Push {
 // cluster allows now. An operation waiting for Git changes what it would read, so it
 // waits for the cluster's next reconcile.
 func (r *Reconciler) observeStep(ctx context.Context, sc *scope) {
-	if r.Management == nil || r.Clusters == nil || sc.waiting() {
+	if r.Management == nil || r.Clusters == nil || sc.waiting() || sc.settled {
 		return
 	}
 	rec, ok := r.Clusters.Get(sc.uuid)

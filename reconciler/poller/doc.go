@@ -1,5 +1,5 @@
-// Package poller is the Magnum source of events (serve --source magnum): it polls Magnum's
-// API, compares each selected cluster with the last event Git holds for it, and submits the
-// driver calls that would have produced the difference, as the HTTP API (package httpapi)
-// submits the driver shim's.
+// Package poller is the Magnum source of desired state (serve --source magnum): it polls
+// Magnum's API and hands each selected cluster's view to the reconciler
+// (Reconciler.Converge), whose reconcile derives the driver calls Git lacks, as the HTTP
+// API (package httpapi) hands over the driver shim's events.
 package poller

@@ -9,7 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
+	"errors"
 	"log/slog"
 	"math/big"
 	"os"
@@ -166,10 +166,19 @@ type service struct {
 	clusters *reconciler.Clusters
 	cancel   context.CancelFunc
 	done     chan struct{}
-	// crashAfter, when >= 0, makes Submit fail after that many more events: the process
-	// dies in the middle of a pass.
-	crashAfter int
+	// crash makes the process die in the pass: before its views reach the reconciler, or
+	// once their events are pushed, before the poller hears of them.
+	crash crashPoint
 }
+
+// crashPoint is where a pass dies.
+type crashPoint int
+
+const (
+	noCrash crashPoint = iota
+	crashBefore
+	crashAfterPush
+)
 
 func (f *pollFixture) start(t *testing.T) *service {
 	t.Helper()
@@ -193,7 +202,7 @@ func (f *pollFixture) start(t *testing.T) *service {
 	}
 	q.Start()
 	qctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &service{clusters: clusters, cancel: cancel, done: make(chan struct{}), crashAfter: -1}
+	s := &service{clusters: clusters, cancel: cancel, done: make(chan struct{})}
 	go func() { q.Run(qctx); close(s.done) }()
 	f.root.Cleanup(s.stop)
 
@@ -211,12 +220,21 @@ func (f *pollFixture) start(t *testing.T) *service {
 		t.Fatal(err)
 	}
 	s.poller = &poller.Poller{Magnum: client, Select: selectTemplates, Clusters: clusters,
-		Submit: func(ctx context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary {
-			if s.crashAfter == 0 {
-				return reconciler.NewSummary(ev, nil, fmt.Errorf("simulated crash before %s", ev.Operation))
+		Converge: func(ctx context.Context, views []reconciler.MagnumView) [][]reconciler.Summary {
+			var out [][]reconciler.Summary
+			if s.crash != crashBefore {
+				out = q.Converge(ctx, views)
 			}
-			s.crashAfter--
-			return q.Submit(ctx, ev)
+			if s.crash == noCrash {
+				return out
+			}
+			out = make([][]reconciler.Summary, len(views))
+			for i, v := range views {
+				crashed := reconciler.NewSummary(nil, nil, errors.New("simulated crash"))
+				crashed.ClusterUUID = v.Cluster.UUID
+				out[i] = []reconciler.Summary{crashed}
+			}
+			return out
 		},
 		Credentials: func(ctx context.Context, c openstack.Cluster) (*v1alpha1.ApplicationCredential, error) {
 			cred, err := creds(ctx, c)

@@ -57,8 +57,8 @@ func (m *graceMagnum) ListNodeGroups(_ context.Context, id string) ([]openstack.
 
 // TestPollerCreateGrace: a cluster Git does not hold, which Magnum shows
 // CREATE_IN_PROGRESS and created less than CreateGrace ago, is left for the driver shim's
-// create_cluster (no event, no application credential); after the grace the poller
-// creates it as the safety net. Clusters Git holds, and clusters in any other status or
+// create_cluster (no view handed over, no application credential); after the grace the
+// poller hands its view over, with the credential its create carries, as the safety net. Clusters Git holds, and clusters in any other status or
 // without created_at, are not waited for; a negative grace waits for nothing.
 func TestPollerCreateGrace(t *testing.T) {
 	t.Parallel()
@@ -66,7 +66,7 @@ func TestPollerCreateGrace(t *testing.T) {
 	created := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	type pass struct {
 		age   time.Duration // the clock, past created_at
-		want  []string      // operations submitted
+		want  string        // what the pass hands over: "", "view" or "view+credential"
 		creds int           // application credentials made, in total so far
 	}
 	tests := []struct {
@@ -80,28 +80,28 @@ func TestPollerCreateGrace(t *testing.T) {
 		{name: "young, being created, not in Git: left to the shim, then created after the default grace",
 			status: "CREATE_IN_PROGRESS",
 			passes: []pass{{age: 10 * time.Second}, {age: 4*time.Minute + 59*time.Second},
-				{age: 5 * time.Minute, want: []string{"create_cluster"}, creds: 1}}},
+				{age: 5 * time.Minute, want: "view+credential", creds: 1}}},
 		{name: "a grace of its own",
 			status: "CREATE_IN_PROGRESS", grace: 30 * time.Second,
-			passes: []pass{{age: 29 * time.Second}, {age: 30 * time.Second, want: []string{"create_cluster"}, creds: 1}}},
+			passes: []pass{{age: 29 * time.Second}, {age: 30 * time.Second, want: "view+credential", creds: 1}}},
 		{name: "young, in Git already: its differences at once",
 			status: "CREATE_IN_PROGRESS", inGit: true,
-			passes: []pass{{age: 10 * time.Second, want: []string{"resize_cluster"}}}},
+			passes: []pass{{age: 10 * time.Second, want: "view"}}},
 		{name: "young, CREATE_COMPLETE, not in Git: created at once",
 			status: "CREATE_COMPLETE",
-			passes: []pass{{age: 10 * time.Second, want: []string{"create_cluster"}, creds: 1}}},
+			passes: []pass{{age: 10 * time.Second, want: "view+credential", creds: 1}}},
 		{name: "young, CREATE_FAILED, not in Git: created at once",
 			status: "CREATE_FAILED",
-			passes: []pass{{age: 10 * time.Second, want: []string{"create_cluster"}, creds: 1}}},
+			passes: []pass{{age: 10 * time.Second, want: "view+credential", creds: 1}}},
 		{name: "no created_at: taken as old",
 			status: "CREATE_IN_PROGRESS", noCreated: true,
-			passes: []pass{{age: 0, want: []string{"create_cluster"}, creds: 1}}},
+			passes: []pass{{age: 0, want: "view+credential", creds: 1}}},
 		{name: "negative grace: no grace",
 			status: "CREATE_IN_PROGRESS", grace: -1,
-			passes: []pass{{age: 0, want: []string{"create_cluster"}, creds: 1}}},
+			passes: []pass{{age: 0, want: "view+credential", creds: 1}}},
 		{name: "created_at ahead of the clock: young",
 			status: "CREATE_IN_PROGRESS",
-			passes: []pass{{age: -time.Minute}, {age: 5 * time.Minute, want: []string{"create_cluster"}, creds: 1}}},
+			passes: []pass{{age: -time.Minute}, {age: 5 * time.Minute, want: "view+credential", creds: 1}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,15 +138,20 @@ func TestPollerCreateGrace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var submitted []string
+			var handed string
 			credCalls := 0
 			var now time.Time
 			logs := leakcheck.Log(t, "the poller's log")
 			p := &poller.Poller{Magnum: m, Select: sel, Clusters: clusters, AllProjects: true, CreateGrace: tc.grace,
-				Submit: func(_ context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary {
-					submitted = append(submitted, string(ev.Operation))
-					return reconciler.Summary{EventID: ev.ID, Operation: ev.Operation, ClusterUUID: ev.Cluster.UUID,
-						StackID: "prod-a-x", Outcome: reconciler.OutcomeCommitted, Revision: "c0ffee"}
+				Converge: func(_ context.Context, views []reconciler.MagnumView) [][]reconciler.Summary {
+					if len(views) != 1 || views[0].Cluster.UUID != uuid {
+						t.Fatalf("handed over %+v, want the view of %s", views, uuid)
+					}
+					handed = "view"
+					if views[0].Credential != nil {
+						handed += "+credential"
+					}
+					return [][]reconciler.Summary{nil}
 				},
 				Credentials: func(context.Context, openstack.Cluster) (*v1alpha1.ApplicationCredential, error) {
 					credCalls++
@@ -156,13 +161,13 @@ func TestPollerCreateGrace(t *testing.T) {
 				Now: func() time.Time { return now }}
 			for i, ps := range tc.passes {
 				now = created.Add(ps.age)
-				submitted = nil
+				handed = ""
 				start := len(logs.String())
 				if err := p.Poll(t.Context()); err != nil {
 					t.Fatalf("pass %d: %v", i, err)
 				}
-				if !slices.Equal(submitted, ps.want) {
-					t.Errorf("pass %d, %s after created_at: submitted %v, want %v", i, ps.age, submitted, ps.want)
+				if handed != ps.want {
+					t.Errorf("pass %d, %s after created_at: handed over %q, want %q", i, ps.age, handed, ps.want)
 				}
 				if credCalls != ps.creds {
 					t.Errorf("pass %d, %s after created_at: %d application credentials made, want %d", i, ps.age, credCalls, ps.creds)
@@ -170,8 +175,8 @@ func TestPollerCreateGrace(t *testing.T) {
 				// A pass that waits says why, naming the cluster.
 				log := logs.String()[start:]
 				waited := strings.Contains(log, `"cluster":"`+uuid+`"`) && strings.Contains(log, "driver shim")
-				if waited != (len(ps.want) == 0) {
-					t.Errorf("pass %d: the log says it waited: %v, want %v\n%s", i, waited, len(ps.want) == 0, log)
+				if waited != (ps.want == "") {
+					t.Errorf("pass %d: the log says it waited: %v, want %v\n%s", i, waited, ps.want == "", log)
 				}
 			}
 		})

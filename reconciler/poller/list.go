@@ -6,12 +6,13 @@ import (
 	"fmt"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/magnumdiff"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 )
 
 // magnumState is a cluster as Magnum's API shows it, in the shape events carry it.
-func magnumState(c openstack.Cluster, t openstack.ClusterTemplate, groups []openstack.NodeGroup) clusterState {
-	s := clusterState{Cluster: c.Event(), Template: t.Event()}
+func magnumState(c openstack.Cluster, t openstack.ClusterTemplate, groups []openstack.NodeGroup) magnumdiff.State {
+	s := magnumdiff.State{Cluster: c.Event(), Template: t.Event()}
 	for _, g := range groups {
 		s.NodeGroups = append(s.NodeGroups, g.Event())
 	}
@@ -53,7 +54,7 @@ func (p *Poller) List(ctx context.Context) ([]MagnumCluster, error) {
 	var out []MagnumCluster
 	for _, c := range clusters {
 		status := v1alpha1.ClusterStatus(c.Status)
-		if deleting(status) {
+		if magnumdiff.Deleting(status) {
 			continue
 		}
 		mc := MagnumCluster{UUID: c.UUID, Name: c.Name, Status: status}
@@ -75,8 +76,8 @@ func (p *Poller) List(ctx context.Context) ([]MagnumCluster, error) {
 			continue
 		}
 		s := magnumState(c, tmpl, groups)
-		s.implicitGroups()
-		mc.Event = p.pollEvent(nil, step{Op: v1alpha1.UpdateCluster, State: s})
+		s.ImplicitGroups()
+		mc.Event = magnumdiff.Event(nil, magnumdiff.Step{Op: v1alpha1.UpdateCluster, State: s}, p.AuthURL)
 		out = append(out, mc)
 	}
 	return out, nil

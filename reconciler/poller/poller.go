@@ -1,6 +1,7 @@
 package poller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/magnumdiff"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 )
 
@@ -34,14 +36,14 @@ type MagnumAPI interface {
 	ListNodeGroups(ctx context.Context, clusterID string) ([]openstack.NodeGroup, error)
 }
 
-// Poller is the Magnum source of events (serve --source magnum): it polls Magnum's API for
-// the clusters whose template it selects, compares each with the last event Git holds for
-// it (Clusters, rebuilt from the records in Git after a restart) and submits the driver
-// calls that would have produced the difference (see diffCluster): create, resize, node
-// group create/update/delete, upgrade, update and delete. It is level-triggered: a pass
-// derives everything from Magnum and Git alone, so a restart neither misses nor repeats
-// anything, and the ids of its events are derived from the state that caused them (the
-// same difference always yields the same id, which the reconciler's ledger answers).
+// Poller is the Magnum source of desired state (serve --source magnum): it polls Magnum's
+// API for the clusters whose template it selects and hands their views to the reconciler
+// (Converge), which derives in each cluster's reconcile the driver calls that would have
+// produced the difference from the last event Git holds for it: create, resize, node
+// group create/update/delete, upgrade, update and delete. It is level-triggered: it
+// computes no operation and keeps no state of Git's, so a restart neither misses nor
+// repeats anything (the ids of the derived events come from the state that caused them,
+// and the reconciler's ledger answers one already committed).
 //
 // Magnum's API sends no ETag, so a cluster's node groups are read again only when its
 // updated_at moved (Magnum saves the cluster on every resize and node group operation) or
@@ -66,11 +68,12 @@ type Poller struct {
 	// SelectTemplates). A cluster Git already holds stays managed while its recorded
 	// template is selected, so an upgrade to an unselected template is still followed.
 	Select func(openstack.ClusterTemplate) bool
-	// Clusters is the last event per cluster that Git holds; Submit must record into it
-	// (the Reconciler does, with Reconciler.Clusters set). The poller records what Submit did not.
+	// Clusters is the last event per cluster that Git holds (the Reconciler's): what tells
+	// a cluster Git holds from a new one, and the managed clusters Magnum no longer has.
 	Clusters *reconciler.Clusters
-	// Submit commits one event and answers once it is pushed (Reconciler.Submit).
-	Submit func(ctx context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary
+	// Converge hands over Magnum's views and answers, per view, the events the reconcile
+	// derived from it once they are pushed (Reconciler.Converge).
+	Converge func(ctx context.Context, views []reconciler.MagnumView) [][]reconciler.Summary
 	// Credentials, when set, makes the application credential of a cluster Git has never
 	// held (created once per cluster and reused until the create is committed; a crash in
 	// between leaves it unused in Keystone, named magnum-<uuid>-…).
@@ -128,12 +131,14 @@ func (p *Poller) Run(ctx context.Context) {
 	}
 }
 
-// Poll runs one pass: every selected cluster is compared with Git and its differences are
-// submitted, in order, each answered before the next. A failure stops that cluster's
-// events for this pass (the next pass derives them again) and is returned with the others.
+// Poll runs one pass: it reads Magnum's view of every selected cluster (and, with
+// AllProjects, finds the managed clusters Magnum no longer has) and hands the views to
+// Converge together; the reconciler derives what Git lacks of each. A cluster whose view
+// cannot be read is left for the next pass; its error is returned with the others, and
+// those of the events the views derived.
 func (p *Poller) Poll(ctx context.Context) error {
-	if p.Magnum == nil || p.Select == nil || p.Clusters == nil || p.Submit == nil {
-		return errors.New("poller: Poller needs Magnum, Select, Clusters and Submit")
+	if p.Magnum == nil || p.Select == nil || p.Clusters == nil || p.Converge == nil {
+		return errors.New("poller: Poller needs Magnum, Select, Clusters and Converge")
 	}
 	p.pass.Lock()
 	defer p.pass.Unlock()
@@ -153,14 +158,23 @@ func (p *Poller) Poll(ctx context.Context) error {
 		templates[t.UUID] = t
 	}
 	var errs []error
+	var views []reconciler.MagnumView
 	listed := make(map[string]bool, len(clusters))
 	for _, c := range clusters {
 		listed[c.UUID] = true
-		if err := p.pollCluster(ctx, c, templates); err != nil {
+		v, ok, err := p.view(ctx, c, templates)
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.UUID, err))
+		case ok:
+			views = append(views, v)
 		}
 	}
-	errs = append(errs, p.pollGone(ctx, listed, templates)...)
+	gone, goneErrs := p.gone(ctx, listed, templates)
+	views, errs = append(views, gone...), append(errs, goneErrs...)
+	if len(views) > 0 {
+		errs = append(errs, p.converge(ctx, views)...)
+	}
 	for uuid := range p.seen {
 		if !listed[uuid] {
 			delete(p.seen, uuid)
@@ -176,51 +190,59 @@ func (p *Poller) Poll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// pollCluster compares one listed cluster with Git and submits the difference.
-func (p *Poller) pollCluster(ctx context.Context, c openstack.Cluster, templates map[string]openstack.ClusterTemplate) error {
+// view reads Magnum's view of one listed cluster; ok is false when the cluster is not
+// this service's, or not yet (the create grace), or Git is done with it.
+func (p *Poller) view(ctx context.Context, c openstack.Cluster, templates map[string]openstack.ClusterTemplate) (reconciler.MagnumView, bool, error) {
 	rec, known := p.Clusters.Get(c.UUID)
 	if known && rec.Event.Operation == v1alpha1.DeleteCluster {
-		return nil // Git is done with it; Magnum will drop it
+		return reconciler.MagnumView{}, false, nil // Git is done with it; Magnum will drop it
 	}
 	tmpl, err := p.template(ctx, c.ClusterTemplateID, templates)
 	if err != nil && !known {
 		if openstack.IsNotFound(err) {
-			return nil // a template we may not see cannot be one we select
+			return reconciler.MagnumView{}, false, nil // a template we may not see cannot be one we select
 		}
-		return err
+		return reconciler.MagnumView{}, false, err
 	}
 	managed := (err == nil && p.Select(tmpl)) || (known && p.recordSelected(rec, templates))
 	if !managed {
-		return nil
+		return reconciler.MagnumView{}, false, nil
 	}
 	if err != nil {
-		return err // ours, but its template cannot be read: nothing to compare with
+		return reconciler.MagnumView{}, false, err // ours, but its template cannot be read: nothing to compare with
 	}
 	if !known && p.inCreateGrace(c) {
 		p.log().Debug("magnum poll: a new cluster is being created: left to the driver shim within the create grace",
 			"cluster", c.UUID, "created_at", c.CreatedAt, "create_grace", p.createGrace())
-		return nil
-	}
-	var recEv *v1alpha1.ClusterEvent
-	if known {
-		recEv = rec.Event
+		return reconciler.MagnumView{}, false, nil
 	}
 	var groups []openstack.NodeGroup
-	if !deleting(v1alpha1.ClusterStatus(c.Status)) {
+	deleting := magnumdiff.Deleting(v1alpha1.ClusterStatus(c.Status))
+	if !deleting {
 		if groups, err = p.nodeGroups(ctx, c); err != nil {
-			return err
+			return reconciler.MagnumView{}, false, err
 		}
 	}
-	for _, st := range diffCluster(recEv, magnumState(c, tmpl, groups)) {
-		if err := p.submit(ctx, c, recEv, st); err != nil {
-			return err
+	s := magnumState(c, tmpl, groups)
+	v := reconciler.MagnumView{Cluster: s.Cluster, Template: s.Template, NodeGroups: s.NodeGroups, AuthURL: p.AuthURL}
+	if !known && !deleting && p.Credentials != nil {
+		// Git has never held it: its view derives a create_cluster, which carries the
+		// cluster's credential (made once, reused until the create is committed).
+		cred := p.creds[c.UUID]
+		if cred == nil {
+			if cred, err = p.Credentials(ctx, c); err != nil {
+				return reconciler.MagnumView{}, false, fmt.Errorf("application credential: %w", err)
+			}
+			p.creds[c.UUID] = cred
 		}
+		v.Credential = cred
 	}
-	return nil
+	return v, true, nil
 }
 
-// pollGone deletes, from Git, the managed clusters Magnum no longer has.
-func (p *Poller) pollGone(ctx context.Context, listed map[string]bool, templates map[string]openstack.ClusterTemplate) []error {
+// gone are the views of the managed clusters Magnum no longer has.
+func (p *Poller) gone(ctx context.Context, listed map[string]bool, templates map[string]openstack.ClusterTemplate) ([]reconciler.MagnumView, []error) {
+	var views []reconciler.MagnumView
 	var errs []error
 	for _, rec := range p.Clusters.All() {
 		uuid := rec.Event.Cluster.UUID
@@ -239,11 +261,27 @@ func (p *Poller) pollGone(ctx context.Context, listed map[string]bool, templates
 			}
 			continue
 		}
-		s := recordState(rec.Event)
-		s.Cluster.Status = v1alpha1.DeleteInProgress
-		st := step{Op: v1alpha1.DeleteCluster, State: s}
-		if err := p.submit(ctx, openstack.Cluster{UUID: uuid}, rec.Event, st); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", uuid, err))
+		views = append(views, reconciler.MagnumView{Cluster: v1alpha1.Cluster{UUID: uuid}, Gone: true, AuthURL: p.AuthURL})
+	}
+	return views, errs
+}
+
+// converge hands the views to the reconciler and logs each event they derived.
+func (p *Poller) converge(ctx context.Context, views []reconciler.MagnumView) []error {
+	var errs []error
+	for i, sums := range p.Converge(ctx, views) {
+		uuid := views[i].Cluster.UUID
+		for _, sum := range sums {
+			log := p.log().With("event_id", sum.EventID, "operation", sum.Operation, "cluster", uuid, "outcome", sum.Outcome)
+			if sum.Error != "" {
+				log.Warn("magnum poll: event failed", "error", sum.Error)
+				errs = append(errs, fmt.Errorf("cluster %s: %s %s: %w", uuid, sum.Operation, sum.EventID, cmp.Or(sum.Err(), errors.New(sum.Error))))
+				continue
+			}
+			log.Info("magnum poll: event", "stack_id", sum.StackID, "commit", sum.Revision)
+			if sum.Operation == v1alpha1.CreateCluster {
+				delete(p.creds, uuid)
+			}
 		}
 	}
 	return errs
@@ -264,7 +302,7 @@ func (p *Poller) template(ctx context.Context, id string, templates map[string]o
 
 // recordSelected reports whether the template Git records for a cluster is selected.
 func (p *Poller) recordSelected(rec reconciler.ClusterRecord, templates map[string]openstack.ClusterTemplate) bool {
-	if t, ok := templates[templateID(rec.Event)]; ok {
+	if t, ok := templates[magnumdiff.TemplateID(rec.Event)]; ok {
 		return p.Select(t)
 	}
 	rt := rec.Event.ClusterTemplate // deleted from Magnum: judged as Git recorded it

@@ -54,9 +54,9 @@ func TestPollerScriptedSequence(t *testing.T) {
 		restart bool                        // a new process reads Git back before the pass
 		// limited: the credentials may not see every project (no admin role).
 		limited bool
-		// crashAfter > 0: the process dies after committing that many events of the pass.
-		crashAfter int
-		want       []string // operations of the new commits, in order
+		// crash: the process dies in the pass (fixture_test.go's crashPoint).
+		crash crashPoint
+		want  []string // operations of the new commits, in order
 		// groupReads is how many node group lists the pass reads (-1: not checked).
 		groupReads int
 		check      func(t *testing.T)
@@ -119,17 +119,23 @@ func TestPollerScriptedSequence(t *testing.T) {
 					t.Errorf("HelmRelease of prod-a after the upgrade:\n%s", hr)
 				}
 			}},
-		{name: "three differences, the process dies after the first",
+		{name: "three differences, the process dies before they reach Git",
 			magnum: func(d *magnumstandin.Data) {
 				gpu := d.NodeGroup(prodA, "gpu")
 				gpu["node_count"], gpu["max_node_count"] = 2, 3
 				d.Cluster(prodA)["labels"] = map[string]string{"monitoring_enabled": "true"}
 				save(d, prodA, "UPDATE_IN_PROGRESS")
 			},
-			crashAfter: 1, want: []string{"resize_cluster"}, groupReads: 1},
-		{name: "restart: the rest, once", restart: true,
-			want: []string{"update_nodegroup", "update_cluster"}, groupReads: 2},
-		{name: "restart again: nothing", restart: true, groupReads: 2},
+			crash: crashBefore, groupReads: 1},
+		{name: "restart: the three, in order, one commit each", restart: true,
+			want: []string{"resize_cluster", "update_nodegroup", "update_cluster"}, groupReads: 2},
+		{name: "a label changed, the process dies once it is pushed",
+			magnum: func(d *magnumstandin.Data) {
+				d.Cluster(prodA)["labels"] = map[string]string{"monitoring_enabled": "false"}
+				save(d, prodA, "UPDATE_IN_PROGRESS")
+			},
+			crash: crashAfterPush, want: []string{"update_cluster"}, groupReads: 1},
+		{name: "restart again: nothing twice", restart: true, groupReads: 2},
 		{name: "node group being deleted: delete_nodegroup",
 			magnum: func(d *magnumstandin.Data) {
 				d.NodeGroup(prodA, "gpu")["status"] = "DELETE_IN_PROGRESS"
@@ -174,14 +180,11 @@ func TestPollerScriptedSequence(t *testing.T) {
 				svc = f.start(t)
 			}
 			svc.poller.AllProjects = !tc.limited
-			svc.crashAfter = -1
-			if tc.crashAfter > 0 {
-				svc.crashAfter = tc.crashAfter
-			}
+			svc.crash = tc.crash
 			before := f.commits(t)
 			reads := groupLists(f.magnum.Log())
 			err := svc.poller.Poll(t.Context())
-			if (err != nil) != (tc.crashAfter > 0) {
+			if (err != nil) != (tc.crash != noCrash) {
 				t.Fatalf("Poll: %v (want an error only from the simulated crash)\n%s", err, f.logs.String())
 			}
 			after := f.commits(t)
@@ -199,7 +202,7 @@ func TestPollerScriptedSequence(t *testing.T) {
 				tc.check(t)
 			}
 		})
-		if tc.crashAfter > 0 {
+		if tc.crash != noCrash {
 			// The crashed process is gone: the next pass runs in a new one.
 			svc.stop()
 			svc = f.start(t)

@@ -113,13 +113,27 @@ func (s *Service) observe(sum reconciler.Summary, took time.Duration) {
 	s.eventOfSummary(sum)
 }
 
-// submit is how an event from the API or the poller reaches Git: the reconciler commits
-// it, and its answer is counted before its client hears it.
+// submit is how an event from the API reaches Git: the reconciler commits it, and its
+// answer is counted before its client hears it.
 func (s *Service) submit(ctx context.Context, ev *v1alpha1.ClusterEvent) reconciler.Summary {
 	start := time.Now()
 	sum := s.reconciler.Submit(ctx, ev)
 	s.observe(sum, time.Since(start))
 	return sum
+}
+
+// converge is how the poller's views of Magnum reach Git: the reconciler derives and
+// commits their events, each counted before the poller hears of it.
+func (s *Service) converge(ctx context.Context, views []reconciler.MagnumView) [][]reconciler.Summary {
+	start := time.Now()
+	out := s.reconciler.Converge(ctx, views)
+	took := time.Since(start)
+	for _, sums := range out {
+		for _, sum := range sums {
+			s.observe(sum, took)
+		}
+	}
+	return out
 }
 
 // readReports does what each group's Report asks of serve, until the reconciler stops
@@ -216,7 +230,7 @@ func (s *Service) run(ctx context.Context) error {
 	o.Log.Info("clusters read from git", "count", clusters.Len(), "event_ids", ids, "duration", time.Since(start))
 	s.reconciler.Start()
 	if o.Poller != nil {
-		o.Poller.Clusters, o.Poller.Submit = s.clusters, s.submit
+		o.Poller.Clusters, o.Poller.Converge = s.clusters, s.converge
 	}
 	if o.Review != nil && o.Review.Forge != nil {
 		s.reviews = newReviews(*o.Review, o.Log, s.mergedReview)

@@ -1,4 +1,4 @@
-package poller
+package magnumdiff
 
 import (
 	"encoding/json"
@@ -8,35 +8,36 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 )
 
-// clusterState is a cluster as an event carries it: the cluster, its template and its
-// node groups (in Magnum's order).
-type clusterState struct {
+// State is a cluster as an event carries it: the cluster, its template and its node
+// groups (in Magnum's order). Magnum's view of a cluster is one, and so is each step's
+// outcome.
+type State struct {
 	Cluster    v1alpha1.Cluster
 	Template   v1alpha1.ClusterTemplate
 	NodeGroups []v1alpha1.NodeGroup
 }
 
-// clone copies the state deeply (through JSON: every field of these types marshals).
-func (s clusterState) clone() clusterState {
-	var out clusterState
+// Clone copies the state deeply (through JSON: every field of these types marshals).
+func (s State) Clone() State {
+	var out State
 	b, err := json.Marshal(s)
 	if err == nil {
 		err = json.Unmarshal(b, &out)
 	}
 	if err != nil {
-		panic("reconciler: cloning a cluster state: " + err.Error()) // plain data: cannot happen
+		panic("magnumdiff: cloning a cluster state: " + err.Error()) // plain data: cannot happen
 	}
 	return out
 }
 
 // group returns the index of the named group, -1 when absent.
-func (s *clusterState) group(name string) int {
+func (s *State) group(name string) int {
 	return slices.IndexFunc(s.NodeGroups, func(g v1alpha1.NodeGroup) bool { return g.Name == name })
 }
 
-// implicitGroups gives a state without node groups (Magnum older than Stein lists none)
+// ImplicitGroups gives a state without node groups (Magnum older than Stein lists none)
 // Magnum's two implicit groups.
-func (s *clusterState) implicitGroups() {
+func (s *State) ImplicitGroups() {
 	if len(s.NodeGroups) == 0 {
 		s.NodeGroups, _ = (&v1alpha1.ClusterEvent{Cluster: s.Cluster}).EffectiveNodeGroups()
 	}
@@ -44,7 +45,7 @@ func (s *clusterState) implicitGroups() {
 
 // syncCounts sets the cluster's node_count and master_count to the sums over its worker
 // and master groups, as Magnum's Cluster object computes them.
-func (s *clusterState) syncCounts() {
+func (s *State) syncCounts() {
 	workers, masters := 0, 0
 	for _, g := range s.NodeGroups {
 		if g.IsMaster() {
@@ -56,33 +57,33 @@ func (s *clusterState) syncCounts() {
 	s.Cluster.NodeCount, s.Cluster.MasterCount = &workers, &masters
 }
 
-// step is one difference between what Git holds and what Magnum shows: the operation the
+// Step is one difference between what Git holds and what Magnum shows: the operation the
 // Magnum driver would have been called with, and the cluster's state once it is applied.
-type step struct {
+type Step struct {
 	Op        v1alpha1.Operation
 	NodeGroup string
 	Params    *v1alpha1.Params
-	State     clusterState
+	State     State
 }
 
-// deleting reports whether a status is one of Magnum's DELETE_* statuses.
-func deleting(s v1alpha1.ClusterStatus) bool { return s.Action() == v1alpha1.ActionDelete }
+// Deleting reports whether a status is one of Magnum's DELETE_* statuses.
+func Deleting(s v1alpha1.ClusterStatus) bool { return s.Action() == v1alpha1.ActionDelete }
 
-// templateID is the template a recorded event names ("" when it names none).
-func templateID(ev *v1alpha1.ClusterEvent) string {
+// TemplateID is the template a recorded event names ("" when it names none).
+func TemplateID(ev *v1alpha1.ClusterEvent) string {
 	if ev.Cluster.ClusterTemplateID != "" {
 		return ev.Cluster.ClusterTemplateID
 	}
 	return ev.ClusterTemplate.UUID
 }
 
-// recordState is the state a recorded event holds, node groups made explicit.
-func recordState(rec *v1alpha1.ClusterEvent) clusterState {
+// RecordState is the state a recorded event holds, node groups made explicit.
+func RecordState(rec *v1alpha1.ClusterEvent) State {
 	groups, _ := rec.EffectiveNodeGroups()
-	return clusterState{Cluster: rec.Cluster, Template: rec.ClusterTemplate, NodeGroups: groups}.clone()
+	return State{Cluster: rec.Cluster, Template: rec.ClusterTemplate, NodeGroups: groups}.Clone()
 }
 
-// diffCluster turns the difference between the last event Git holds for a cluster (rec,
+// Diff turns the difference between the last event Git holds for a cluster (rec,
 // nil when none) and Magnum's view of it (m) into the driver calls that would have
 // produced it, one per difference, in this order: resize (a group's node count), node
 // group creation, node group update (min/max counts), node group deletion, upgrade (the
@@ -94,21 +95,21 @@ func recordState(rec *v1alpha1.ClusterEvent) clusterState {
 // undone, so every commit shows exactly one change and the last one is Magnum's state.
 // Fields no driver call changes (status, updated_at, flavors, …) are taken from Magnum
 // and never make a step on their own. The result depends on rec and m alone, so the same
-// difference always yields the same steps: after a restart the poller derives what is
+// difference always yields the same steps: after a restart the next reconcile derives what is
 // left and nothing twice.
-func diffCluster(rec *v1alpha1.ClusterEvent, m clusterState) []step {
-	m.implicitGroups()
+func Diff(rec *v1alpha1.ClusterEvent, m State) []Step {
+	m.ImplicitGroups()
 	switch {
-	case rec == nil && deleting(m.Cluster.Status):
+	case rec == nil && Deleting(m.Cluster.Status):
 		return nil
 	case rec == nil:
-		return []step{{Op: v1alpha1.CreateCluster, State: m.clone()}}
+		return []Step{{Op: v1alpha1.CreateCluster, State: m.Clone()}}
 	case rec.Operation == v1alpha1.DeleteCluster:
 		return nil
-	case deleting(m.Cluster.Status):
-		s := recordState(rec)
+	case Deleting(m.Cluster.Status):
+		s := RecordState(rec)
 		s.Cluster.Status, s.Cluster.StatusReason, s.Cluster.UpdatedAt = m.Cluster.Status, m.Cluster.StatusReason, m.Cluster.UpdatedAt
-		return []step{{Op: v1alpha1.DeleteCluster, State: s}}
+		return []Step{{Op: v1alpha1.DeleteCluster, State: s}}
 	}
 	d := newClusterDiff(rec, m)
 	d.resizes()
@@ -127,20 +128,20 @@ type clusterDiff struct {
 	derived bool                          // the record listed no groups: Magnum's defaults
 	recTmpl string
 	recEv   *v1alpha1.ClusterEvent
-	m       clusterState
-	s       clusterState
-	steps   []step
+	m       State
+	s       State
+	steps   []Step
 }
 
-func newClusterDiff(rec *v1alpha1.ClusterEvent, m clusterState) *clusterDiff {
-	m = m.clone()
-	recState := recordState(rec)
+func newClusterDiff(rec *v1alpha1.ClusterEvent, m State) *clusterDiff {
+	m = m.Clone()
+	recState := RecordState(rec)
 	d := &clusterDiff{rec: map[string]v1alpha1.NodeGroup{}, derived: len(rec.NodeGroups) == 0,
-		recTmpl: templateID(rec), recEv: rec, m: m}
+		recTmpl: TemplateID(rec), recEv: rec, m: m}
 	for _, g := range recState.NodeGroups {
 		d.rec[g.Name] = g
 	}
-	s := clusterState{Cluster: m.Cluster, Template: m.Template}
+	s := State{Cluster: m.Cluster, Template: m.Template}
 	if m.Cluster.StackID == "" {
 		s.Cluster.StackID = rec.Cluster.StackID
 	}
@@ -159,7 +160,7 @@ func newClusterDiff(rec *v1alpha1.ClusterEvent, m clusterState) *clusterDiff {
 		if !d.derived {
 			g.MinNodeCount, g.MaxNodeCount = rg.MinNodeCount, rg.MaxNodeCount
 		}
-		if deleting(mg.Status) && !deleting(rg.Status) {
+		if Deleting(mg.Status) && !Deleting(rg.Status) {
 			g.Status = rg.Status // its deletion is a step of its own
 		}
 		if mg.NodeLabels == nil && mg.NodeTaints == nil {
@@ -173,7 +174,7 @@ func newClusterDiff(rec *v1alpha1.ClusterEvent, m clusterState) *clusterDiff {
 		if slices.ContainsFunc(m.NodeGroups, func(g v1alpha1.NodeGroup) bool { return g.Name == rg.Name }) {
 			continue
 		}
-		if deleting(rg.Status) {
+		if Deleting(rg.Status) {
 			continue // Git already renders it deleted, and Magnum has finished deleting it
 		}
 		s.NodeGroups = append(s.NodeGroups, rg) // deleted from Magnum: a step of its own
@@ -186,13 +187,13 @@ func newClusterDiff(rec *v1alpha1.ClusterEvent, m clusterState) *clusterDiff {
 // add records a step with a copy of the state as it now is.
 func (d *clusterDiff) add(op v1alpha1.Operation, nodegroup string, params *v1alpha1.Params) {
 	d.s.syncCounts()
-	d.steps = append(d.steps, step{Op: op, NodeGroup: nodegroup, Params: params, State: d.s.clone()})
+	d.steps = append(d.steps, Step{Op: op, NodeGroup: nodegroup, Params: params, State: d.s.Clone()})
 }
 
 // live are Magnum's groups that are not being deleted and that Git holds too.
 func (d *clusterDiff) live(f func(mg, rg v1alpha1.NodeGroup)) {
 	for _, mg := range d.m.NodeGroups {
-		if rg, ok := d.rec[mg.Name]; ok && !deleting(mg.Status) {
+		if rg, ok := d.rec[mg.Name]; ok && !Deleting(mg.Status) {
 			f(mg, rg)
 		}
 	}
@@ -211,7 +212,7 @@ func (d *clusterDiff) resizes() {
 
 func (d *clusterDiff) createdGroups() {
 	for i, mg := range d.m.NodeGroups {
-		if _, ok := d.rec[mg.Name]; ok || deleting(mg.Status) {
+		if _, ok := d.rec[mg.Name]; ok || Deleting(mg.Status) {
 			continue
 		}
 		// Keep Magnum's order: after every group Magnum lists before it.
@@ -246,7 +247,7 @@ func (d *clusterDiff) deletedGroups() {
 		switch {
 		case mi < 0:
 			d.s.NodeGroups = slices.Delete(d.s.NodeGroups, d.s.group(g.Name), d.s.group(g.Name)+1)
-		case deleting(d.m.NodeGroups[mi].Status) && !deleting(g.Status):
+		case Deleting(d.m.NodeGroups[mi].Status) && !Deleting(g.Status):
 			d.s.NodeGroups[d.s.group(g.Name)].Status = d.m.NodeGroups[mi].Status
 		default:
 			continue

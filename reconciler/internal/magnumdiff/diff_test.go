@@ -1,4 +1,4 @@
-package poller
+package magnumdiff
 
 import (
 	"fmt"
@@ -8,14 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
-	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 )
 
 func ptrTo[T any](v T) *T { return &v }
 
 // magnumView is a cluster as Magnum shows it: template t1, 3 masters and 3 workers.
-func magnumView() clusterState {
-	return clusterState{
+func magnumView() State {
+	return State{
 		Cluster: v1alpha1.Cluster{UUID: "3e9b7c52-1d4a-4f8e-9b6c-2a7d5e8f1c03", Name: "prod-a", ProjectID: "p1",
 			ClusterTemplateID: "t1", MasterCount: ptrTo(3), NodeCount: ptrTo(3), Status: v1alpha1.CreateComplete,
 			Labels: v1alpha1.Labels{"a": "1"}},
@@ -28,114 +27,114 @@ func magnumView() clusterState {
 }
 
 // recorded is the event Git holds for a state.
-func recorded(s clusterState, op v1alpha1.Operation) *v1alpha1.ClusterEvent {
-	s = s.clone()
+func recorded(s State, op v1alpha1.Operation) *v1alpha1.ClusterEvent {
+	s = s.Clone()
 	return &v1alpha1.ClusterEvent{Operation: op, Cluster: s.Cluster, ClusterTemplate: s.Template, NodeGroups: s.NodeGroups}
 }
 
 func TestDiffCluster(t *testing.T) {
 	tests := []struct {
 		name   string
-		rec    func(s *clusterState) *v1alpha1.ClusterEvent // nil: Git holds nothing
-		magnum func(m *clusterState)
+		rec    func(s *State) *v1alpha1.ClusterEvent // nil: Git holds nothing
+		magnum func(m *State)
 		want   []string // "operation[:nodegroup]"
 	}{
-		{name: "new cluster: create", magnum: func(*clusterState) {}, want: []string{"create_cluster"}},
+		{name: "new cluster: create", magnum: func(*State) {}, want: []string{"create_cluster"}},
 		{name: "new cluster already being deleted: nothing",
-			magnum: func(m *clusterState) { m.Cluster.Status = v1alpha1.DeleteInProgress }},
+			magnum: func(m *State) { m.Cluster.Status = v1alpha1.DeleteInProgress }},
 		{name: "same state: nothing",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			rec: func(s *State) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
 			// Fields no driver call changes never make an event.
-			magnum: func(m *clusterState) {
+			magnum: func(m *State) {
 				m.Cluster.Status, m.Cluster.UpdatedAt = v1alpha1.UpdateFailed, "2026-03-01T00:00:00Z"
 				m.NodeGroups[1].Status = v1alpha1.UpdateComplete
 			}},
 		{name: "Git holds it deleted: nothing",
-			rec:    func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.DeleteCluster) },
-			magnum: func(m *clusterState) { m.NodeGroups[1].NodeCount = 9 }},
+			rec:    func(s *State) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.DeleteCluster) },
+			magnum: func(m *State) { m.NodeGroups[1].NodeCount = 9 }},
 		{name: "being deleted: only delete_cluster",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
-			magnum: func(m *clusterState) {
+			rec: func(s *State) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *State) {
 				m.Cluster.Status, m.NodeGroups[1].NodeCount, m.Cluster.ClusterTemplateID = v1alpha1.DeleteInProgress, 9, "t2"
 			},
 			want: []string{"delete_cluster"}},
 		{name: "worker count: resize",
-			rec:    func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
-			magnum: func(m *clusterState) { m.NodeGroups[1].NodeCount = 5 },
+			rec:    func(s *State) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *State) { m.NodeGroups[1].NodeCount = 5 },
 			want:   []string{"resize_cluster:default-worker"}},
 		{name: "a group's min/max: update_nodegroup",
-			rec:    func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
-			magnum: func(m *clusterState) { m.NodeGroups[1].MaxNodeCount = ptrTo(8) },
+			rec:    func(s *State) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *State) { m.NodeGroups[1].MaxNodeCount = ptrTo(8) },
 			want:   []string{"update_nodegroup:default-worker"}},
 		{name: "nil and zero minimum are the same",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+			rec: func(s *State) *v1alpha1.ClusterEvent {
 				s.NodeGroups[0].MinNodeCount = nil
 				return recorded(*s, v1alpha1.CreateCluster)
 			},
-			magnum: func(m *clusterState) { m.NodeGroups[0].MinNodeCount = ptrTo(0) }},
+			magnum: func(m *State) { m.NodeGroups[0].MinNodeCount = ptrTo(0) }},
 		{name: "a record without node groups: Magnum's defaults, no spurious update",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+			rec: func(s *State) *v1alpha1.ClusterEvent {
 				ev := recorded(*s, v1alpha1.CreateCluster)
 				ev.NodeGroups = nil
 				return ev
 			},
-			magnum: func(m *clusterState) { m.NodeGroups[1].MaxNodeCount = ptrTo(8) }},
+			magnum: func(m *State) { m.NodeGroups[1].MaxNodeCount = ptrTo(8) }},
 		{name: "a new group: create_nodegroup",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
-			magnum: func(m *clusterState) {
+			rec: func(s *State) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *State) {
 				m.NodeGroups = append(m.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", Role: "worker", NodeCount: 1})
 			},
 			want: []string{"create_nodegroup:gpu"}},
 		{name: "a new group Magnum is already deleting: nothing",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
-			magnum: func(m *clusterState) {
+			rec: func(s *State) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *State) {
 				m.NodeGroups = append(m.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1, Status: v1alpha1.DeleteInProgress})
 			}},
 		{name: "a group being deleted: delete_nodegroup",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+			rec: func(s *State) *v1alpha1.ClusterEvent {
 				s.NodeGroups = append(s.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1})
 				return recorded(*s, v1alpha1.CreateNodeGroup)
 			},
-			magnum: func(m *clusterState) {
+			magnum: func(m *State) {
 				m.NodeGroups = append(m.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1, Status: v1alpha1.DeleteInProgress})
 			},
 			want: []string{"delete_nodegroup:gpu"}},
 		{name: "a group gone from Magnum: delete_nodegroup",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+			rec: func(s *State) *v1alpha1.ClusterEvent {
 				s.NodeGroups = append(s.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1})
 				return recorded(*s, v1alpha1.CreateNodeGroup)
 			},
-			magnum: func(*clusterState) {},
+			magnum: func(*State) {},
 			want:   []string{"delete_nodegroup:gpu"}},
 		{name: "a group Git renders deleted, gone from Magnum: nothing",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+			rec: func(s *State) *v1alpha1.ClusterEvent {
 				s.NodeGroups = append(s.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1, Status: v1alpha1.DeleteInProgress})
 				return recorded(*s, v1alpha1.DeleteNodeGroup)
 			},
-			magnum: func(*clusterState) {}},
+			magnum: func(*State) {}},
 		{name: "template change: upgrade",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
-			magnum: func(m *clusterState) {
+			rec: func(s *State) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *State) {
 				m.Cluster.ClusterTemplateID, m.Template = "t2", v1alpha1.ClusterTemplate{UUID: "t2", ImageID: "img-2"}
 			},
 			want: []string{"upgrade_cluster"}},
 		{name: "a record without a template id cannot tell an upgrade",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+			rec: func(s *State) *v1alpha1.ClusterEvent {
 				ev := recorded(*s, v1alpha1.CreateCluster)
 				ev.Cluster.ClusterTemplateID, ev.ClusterTemplate.UUID = "", ""
 				return ev
 			},
-			magnum: func(m *clusterState) { m.Cluster.ClusterTemplateID = "t2" }},
+			magnum: func(m *State) { m.Cluster.ClusterTemplateID = "t2" }},
 		{name: "labels: update_cluster",
-			rec:    func(s *clusterState) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
-			magnum: func(m *clusterState) { m.Cluster.Labels = v1alpha1.Labels{"a": "2"} },
+			rec:    func(s *State) *v1alpha1.ClusterEvent { return recorded(*s, v1alpha1.CreateCluster) },
+			magnum: func(m *State) { m.Cluster.Labels = v1alpha1.Labels{"a": "2"} },
 			want:   []string{"update_cluster"}},
 		{name: "every difference, in order",
-			rec: func(s *clusterState) *v1alpha1.ClusterEvent {
+			rec: func(s *State) *v1alpha1.ClusterEvent {
 				s.NodeGroups = append(s.NodeGroups, v1alpha1.NodeGroup{Name: "old", NodeCount: 1})
 				return recorded(*s, v1alpha1.CreateNodeGroup)
 			},
-			magnum: func(m *clusterState) {
+			magnum: func(m *State) {
 				m.NodeGroups[0].NodeCount, m.NodeGroups[1].NodeCount = 5, 4
 				m.NodeGroups[1].MaxNodeCount = ptrTo(9)
 				m.NodeGroups = append(m.NodeGroups, v1alpha1.NodeGroup{Name: "gpu", NodeCount: 1})
@@ -155,7 +154,7 @@ func TestDiffCluster(t *testing.T) {
 			m := magnumView()
 			tc.magnum(&m)
 			m.syncCounts()
-			steps := diffCluster(rec, m)
+			steps := Diff(rec, m)
 			var got []string
 			for _, st := range steps {
 				s := string(st.Op)
@@ -172,16 +171,16 @@ func TestDiffCluster(t *testing.T) {
 			}
 			// Applying every step arrives at Magnum's state, which then differs from nothing.
 			last := steps[len(steps)-1].State
-			if diff := cmp.Diff(m.clone(), last); diff != "" {
+			if diff := cmp.Diff(m.Clone(), last); diff != "" {
 				t.Errorf("last state, want Magnum's (-want +got):\n%s", diff)
 			}
 			final := recorded(last, steps[len(steps)-1].Op)
-			if again := diffCluster(final, m); len(again) != 0 {
+			if again := Diff(final, m); len(again) != 0 {
 				t.Errorf("after the steps, the difference is still %+v", again)
 			}
 			// A process that died after any step derives exactly the remaining ones.
 			for i := range steps[:len(steps)-1] {
-				rest := diffCluster(recorded(steps[i].State, steps[i].Op), m)
+				rest := Diff(recorded(steps[i].State, steps[i].Op), m)
 				if diff := cmp.Diff(steps[i+1:], rest); diff != "" {
 					t.Errorf("after step %d, the rest (-want +got):\n%s", i, diff)
 				}
@@ -200,7 +199,7 @@ func TestDiffKeepsNodeProperties(t *testing.T) {
 	rec := recorded(s, v1alpha1.CreateCluster)
 	m := magnumView()
 	m.NodeGroups[1].NodeCount, m.Cluster.NodeCount = 5, ptrTo(5)
-	steps := diffCluster(rec, m)
+	steps := Diff(rec, m)
 	if len(steps) != 1 || steps[0].Op != v1alpha1.ResizeCluster {
 		t.Fatalf("steps %v, want one resize", opsOf(steps))
 	}
@@ -210,7 +209,7 @@ func TestDiffKeepsNodeProperties(t *testing.T) {
 	}
 }
 
-func opsOf(steps []step) []string {
+func opsOf(steps []Step) []string {
 	var out []string
 	for _, s := range steps {
 		out = append(out, fmt.Sprintf("%s:%s", s.Op, s.NodeGroup))
@@ -224,7 +223,7 @@ func TestDiffStepsShowOneChangeEach(t *testing.T) {
 	m.NodeGroups[1].NodeCount = 5
 	m.Cluster.ClusterTemplateID, m.Template = "t2", v1alpha1.ClusterTemplate{UUID: "t2", ImageID: "img-2"}
 	m.syncCounts()
-	steps := diffCluster(rec, m)
+	steps := Diff(rec, m)
 	if len(steps) != 2 {
 		t.Fatalf("steps %v", opsOf(steps))
 	}
@@ -237,54 +236,5 @@ func TestDiffStepsShowOneChangeEach(t *testing.T) {
 	}
 	if steps[0].Params == nil || *steps[0].Params.NodeCount != 5 {
 		t.Errorf("resize params %+v", steps[0].Params)
-	}
-}
-
-func TestSelectTemplates(t *testing.T) {
-	tmpl := openstack.ClusterTemplate{Driver: "k8s_capi_helm_v1", Labels: map[string]string{"gitops": "true"}}
-	tests := []struct {
-		label, driver string
-		t             openstack.ClusterTemplate
-		want          bool
-		wantErr       bool
-	}{
-		{label: "gitops=true", t: tmpl, want: true},
-		{label: "gitops=false", t: tmpl, want: false},
-		{label: "gitops", t: tmpl, want: true},
-		{label: "other", t: tmpl, want: false},
-		{driver: "k8s_capi_helm_v1", t: tmpl, want: true},
-		{driver: "k8s_capi_helm_v1", t: openstack.ClusterTemplate{}, want: false},
-		{label: "gitops=true", driver: "heat", t: tmpl, want: false},
-		{label: "gitops=true", driver: "k8s_capi_helm_v1", t: tmpl, want: true},
-		{wantErr: true},
-		{label: "=true", wantErr: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.label+"/"+tc.driver, func(t *testing.T) {
-			sel, err := SelectTemplates(tc.label, tc.driver)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("error %v, want error %v", err, tc.wantErr)
-			}
-			if err == nil && sel(tc.t) != tc.want {
-				t.Errorf("selected %v, want %v", !tc.want, tc.want)
-			}
-		})
-	}
-}
-
-func TestPollEventIDIsDerivedFromTheState(t *testing.T) {
-	ev := &v1alpha1.ClusterEvent{Operation: v1alpha1.ResizeCluster, Cluster: magnumView().Cluster}
-	id := pollEventID(ev)
-	withSecrets := *ev
-	withSecrets.Secrets = &v1alpha1.SecretMaterial{ApplicationCredential: &v1alpha1.ApplicationCredential{ID: "x", Secret: "s"}}
-	changed := *ev
-	changed.Cluster.NodeCount = ptrTo(7)
-	switch {
-	case len(id) != len("poll-")+36+len("-resize_cluster-")+12:
-		t.Errorf("id %q", id)
-	case pollEventID(&withSecrets) != id:
-		t.Error("Secret material changed the id")
-	case pollEventID(&changed) == id:
-		t.Error("a different state got the same id")
 	}
 }
