@@ -114,6 +114,9 @@ func TestConverge(t *testing.T) {
 				var ops []string
 				for _, s := range sums {
 					ops = append(ops, string(s.Operation)+" "+s.Outcome)
+					if s.Timings.Answer <= 0 {
+						t.Errorf("%s: no time from its view to its answer (Timings.Answer), which serve's latency reads", s.Operation)
+					}
 					if s.EventID != "" && !strings.HasPrefix(s.EventID, "poll-"+s.ClusterUUID+"-"+string(s.Operation)+"-") {
 						t.Errorf("event id %q: want poll-<cluster>-<operation>-<hash>", s.EventID)
 					}

@@ -48,6 +48,9 @@ type Written struct {
 // included) and Push are its group's when events are committed together.
 type Timings struct {
 	Render, Commit, Push time.Duration
+	// Answer is from the operation's arrival to its answer: what its client waited, and
+	// what a caller that hands many over at once (Converge) cannot time itself.
+	Answer time.Duration
 }
 
 // NoOp reports whether the repository already held the change.

@@ -366,5 +366,6 @@ func (r *Reconciler) early(op *operation, seen map[string]string) (Summary, bool
 }
 
 func (r *Reconciler) answer(op *operation, sum Summary) {
+	sum.Timings.Answer = time.Since(op.arrived)
 	op.answer <- sum
 }

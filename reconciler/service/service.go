@@ -123,14 +123,13 @@ func (s *Service) submit(ctx context.Context, ev *v1alpha1.ClusterEvent) reconci
 }
 
 // converge is how the poller's views of Magnum reach Git: the reconciler derives and
-// commits their events, each counted before the poller hears of it.
+// commits their events, each counted, with the time it waited, before the poller hears of
+// it.
 func (s *Service) converge(ctx context.Context, views []reconciler.MagnumView) [][]reconciler.Summary {
-	start := time.Now()
 	out := s.reconciler.Converge(ctx, views)
-	took := time.Since(start)
 	for _, sums := range out {
 		for _, sum := range sums {
-			s.observe(sum, took)
+			s.observe(sum, sum.Timings.Answer)
 		}
 	}
 	return out
