@@ -193,18 +193,25 @@ func (b *Batch) Push(ctx context.Context) (stale []int, err error) {
 		b.pk = nil
 		var remoteHead plumbing.Hash
 		_ = r.locked(func() error { remoteHead, _ = r.head(b.tg.branch); return nil })
+		// The clone keeps the pack while the remote receives it: go-git indexes a pack as
+		// it is written, which took a third as long as the push, on a core the push leaves
+		// idle. A push that fails leaves the pack there unreferenced (as a fetch can), and
+		// the chain committed again goes in a pack of its own.
+		kept := make(chan error, 1)
+		go func() { kept <- r.locked(func() error { return r.keep(pack) }) }()
 		t0 := time.Now()
 		err = r.push(ctx, plumbing.NewBranchReferenceName(b.tg.branch), remoteHead, b.tip, pack, pubs)
 		b.res.Push += time.Since(t0)
-		if err == nil {
+		if keepErr := <-kept; keepErr != nil {
+			// A clone that cannot keep what it pushed is healed by the next writer; its ref
+			// must not lead to objects it lacks.
+			_ = r.locked(func() error { return r.noteDamage(&localError{keepErr}) })
+		} else if err == nil {
 			_ = r.locked(func() error {
-				// The push landed; a clone that cannot record it is healed by the next writer.
-				// Its objects are kept first: the ref must not lead to objects the clone lacks.
-				if err := r.keep(pack); err != nil {
-					return r.noteDamage(&localError{err})
-				}
 				return r.noteDamage(r.store.SetReference(plumbing.NewHashReference(remoteRef(b.tg.branch), b.tip)))
 			})
+		}
+		if err == nil {
 			b.base, b.pk = b.tip, startPacking()
 			return nil, b.openPullRequest(ctx)
 		}

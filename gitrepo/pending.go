@@ -17,13 +17,13 @@ import (
 )
 
 // pendingStore is the object store of a clone on disk. The objects a Batch writes stay in
-// memory until its push lands; then they go to disk at once, as the pack the push sent
+// memory until it pushes them; then they go to disk at once, as the pack the push sends
 // (one file and its index), instead of as a loose file each. Loose, every object cost a
 // temporary file, a compression and a rename under the repository's lock: under 32
 // concurrent clients that was over half of serve's CPU, and its events per second fell
 // to half of a clone in memory's (BenchmarkServeLoad, docs/benchmarks.md). What a batch wrote
-// and did not push (a group that failed, a chain built again on a moved remote) never
-// reaches the disk. Everything else (refs, fetched packs, reads) is go-git's filesystem
+// and did not push (a group that failed before its push) never reaches the disk; the pack
+// of a push the remote refused stays there, unreferenced, as a fetched pack's objects can. Everything else (refs, fetched packs, reads) is go-git's filesystem
 // storage. Like the store it wraps, it is used under Repo.st only.
 type pendingStore struct {
 	*filesystem.Storage

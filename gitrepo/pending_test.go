@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -36,10 +37,11 @@ func objectFiles(t *testing.T, dir string) (loose, packs []string) {
 	return loose, packs
 }
 
-// TestPendingObjects: a clone on disk keeps what a batch writes in memory until the push
-// lands, and then as the pack it pushed, not as a loose file an object; what is not pushed
-// never reaches the disk; the packs of many pushes are merged so that a few remain; and
-// the clone reopens, whole, with nothing to heal.
+// TestPendingObjects: a clone on disk keeps what a batch writes in memory until it pushes,
+// and then as the pack it pushed, not as a loose file an object; what is never pushed
+// never reaches the disk; a push the remote refused (another writer moved it) leaves its
+// pack and the chain committed again lands; the packs of many pushes are merged so that
+// a few remain; and the clone reopens, whole, with nothing to heal.
 func TestPendingObjects(t *testing.T) {
 	t.Parallel()
 	s := newGitServer(t)
@@ -48,12 +50,15 @@ func TestPendingObjects(t *testing.T) {
 		// pushes is the number of single-change batches pushed; then one more change is
 		// added and its batch closed without a push.
 		pushes int
-		// maxPacks bounds the packs the clone holds at the end (the fetched one included):
-		// beyond 32, the small ones are merged.
+		// maxPacks bounds the packs the clone holds at the end (the fetched ones and a
+		// refused push's included): beyond 32, the small ones are merged.
 		maxPacks int
+		// moved: another writer pushes before the first push, which the remote refuses.
+		moved bool
 	}{
-		{"one push", 1, 2},
-		{"many pushes", 100, 32},
+		{"one push", 1, 2, false},
+		{"a push refused", 1, 4, true},
+		{"many pushes", 100, 32, false},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,6 +71,17 @@ func TestPendingObjects(t *testing.T) {
 			r := open(t, o)
 			ctx := context.Background()
 			want := map[string]string{}
+			if tc.moved {
+				work := t.TempDir()
+				git(t, "", "clone", "-q", s.dir(name), work)
+				if err := os.WriteFile(filepath.Join(work, "other.yaml"), []byte("another writer\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				git(t, work, "add", "other.yaml")
+				git(t, work, "commit", "-q", "-m", "another writer")
+				git(t, work, "push", "-q", "origin", "HEAD:main")
+				want["other.yaml"] = "another writer\n"
+			}
 			for n := range tc.pushes {
 				// Each push is two commits that rewrite a shared file (the second version a
 				// delta against the first in the push's pack, and so in the merged ones)

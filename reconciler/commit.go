@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
@@ -62,43 +62,42 @@ func (s *GitSink) commitPlans(ctx context.Context, branch string, plans []planFu
 		if round > len(plans)+maxPushRounds {
 			return nil, fmt.Errorf("%w: the plans kept going stale", gitrepo.ErrTooManyAttempts)
 		}
-		t0 := time.Now()
-		planned, errs := planSideBySide(b.Tip(), plans, pending)
-		planning += time.Since(t0)
-		var add []gitrepo.Planned
-		var adding []int
-		for k, i := range pending {
+		var stale []int
+		err := planInOrder(b.Tip(), plans, pending, &planning, func(i int, p gitrepo.Planned, err error) error {
 			ids[i] = -1
 			switch {
-			case errors.Is(errs[k], errNothingToDo):
+			case errors.Is(err, errNothingToDo):
 				out[i] = committed{Result: gitrepo.Result{NoOp: true}}
-			case errors.Is(errs[k], errCarried):
+				return nil
+			case errors.Is(err, errCarried):
 				out[i] = committed{Result: gitrepo.Result{NoOp: true}, Carried: true}
-			case errs[k] != nil:
-				out[i] = committed{Err: errs[k]}
-			default:
-				add, adding = append(add, planned[k]), append(adding, i)
+				return nil
+			case err != nil:
+				out[i] = committed{Err: err}
+				return nil
 			}
-		}
-		added, err := b.Add(ctx, add...)
+			added, err := b.Add(ctx, p)
+			if err != nil {
+				return err
+			}
+			ids[i], owner[added[0]] = added[0], i
+			if errors.Is(b.Result(added[0]).Err, gitrepo.ErrStale) {
+				stale = append(stale, i)
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		pending = pending[:0]
-		for k, i := range adding {
-			ids[i], owner[added[k]] = added[k], i
-			if errors.Is(b.Result(added[k]).Err, gitrepo.ErrStale) {
-				pending = append(pending, i)
-			}
-		}
+		pending = append(pending[:0], stale...)
 		if len(pending) > 0 {
 			continue // planned again on the tip before anything is pushed
 		}
-		stale, err := b.Push(ctx)
+		moved, err := b.Push(ctx)
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range stale {
+		for _, id := range moved {
 			pending = append(pending, owner[id])
 		}
 	}
@@ -113,25 +112,48 @@ func (s *GitSink) commitPlans(ctx context.Context, branch string, plans []planFu
 	return out, nil
 }
 
-// planSideBySide plans plans[i] for each i of pending on its own recording of tip, on
-// as many goroutines as the Go runtime runs at once: planning (reading, rendering,
-// encrypting what changed) is most of what committing a group costs, and the plans of
-// different clusters read different files.
-func planSideBySide(tip *gitrepo.Snapshot, plans []planFunc, pending []int) ([]gitrepo.Planned, []error) {
-	planned := make([]gitrepo.Planned, len(pending))
-	errs := make([]error, len(pending))
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for k, i := range pending {
-		g.Go(func() error {
-			on := tip.Recording()
-			c, err := plans[i](on)
-			planned[k], errs[k] = gitrepo.Planned{Change: c, On: on}, err
-			return nil
+// planInOrder plans plans[i] for each i of pending on its own recording of tip, side by
+// side on as many goroutines as the Go runtime runs at once, and hands each plan to add in
+// pending's order as soon as it and those before it are planned. Planning (reading,
+// rendering, encrypting what changed) is most of what committing a group costs, the plans
+// of different clusters read different files, and committing is one after the other: the
+// first changes are committed while the later ones are still being planned. waited adds
+// up the time spent waiting for a plan. An error from add ends the round; the plans still
+// running are waited for, none started after.
+func planInOrder(tip *gitrepo.Snapshot, plans []planFunc, pending []int, waited *time.Duration, add func(i int, p gitrepo.Planned, err error) error) error {
+	type result struct {
+		planned gitrepo.Planned
+		err     error
+		done    chan struct{}
+	}
+	results := make([]result, len(pending))
+	for k := range results {
+		results[k].done = make(chan struct{})
+	}
+	var next atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(pending)) {
+		wg.Go(func() {
+			for k := int(next.Add(1)) - 1; k < len(pending) && !stop.Load(); k = int(next.Add(1)) - 1 {
+				on := tip.Recording()
+				c, err := plans[pending[k]](on)
+				results[k].planned, results[k].err = gitrepo.Planned{Change: c, On: on}, err
+				close(results[k].done)
+			}
 		})
 	}
-	_ = g.Wait()
-	return planned, errs
+	defer wg.Wait()
+	defer stop.Store(true)
+	for k, i := range pending {
+		t0 := time.Now()
+		<-results[k].done
+		*waited += time.Since(t0)
+		if err := add(i, results[k].planned, results[k].err); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // commitPlan is commitPlans for one change.
