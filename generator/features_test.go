@@ -38,13 +38,13 @@ func featureConfig(t testing.TB, name string) *generator.Config {
 }
 
 // redactFeatureSecrets masks the registry password as redactedSecrets masks the others.
-func redactFeatureSecrets(s *corev1.Secret, base string) (string, []byte, error) {
+var redactFeatureSecrets = &generator.SecretEncoding{Suffix: ".yaml", Encode: func(s *corev1.Secret) ([]byte, error) {
 	c := s.DeepCopy()
 	if v, ok := c.StringData[generator.RegistryValuesKey]; ok {
 		c.StringData[generator.RegistryValuesKey] = strings.ReplaceAll(v, registryPassword, "<redacted>")
 	}
-	return redactedSecrets(c, base)
-}
+	return redact(c)
+}}
 
 // TestFeatureGolden renders each feature fixture and compares its values and its change
 // with fixtures/golden/features/<name>/.

@@ -52,33 +52,48 @@ func (fs *FileSet) Paths() []string {
 	return out
 }
 
-// SecretEncoder turns a Secret into the file that holds it in Git: its base name (starting
-// with SecretFilePrefix) and content. An encoder that encrypts with SOPS keeps Secrets safe
-// in Git; PlaintextSecrets writes them in clear.
-type SecretEncoder func(s *corev1.Secret, baseName string) (name string, content []byte, err error)
+// SecretEncoding is how a cluster's Secrets are written to the repository: the suffix of
+// their files, after the base name (secret-<name>), and how a Secret becomes a file's
+// content. SOPS (internal/sopsenc) keeps them safe in Git; PlaintextSecrets writes them in
+// clear.
+type SecretEncoding struct {
+	Suffix string
+	Encode func(s *corev1.Secret) ([]byte, error)
+}
 
 // PlaintextSecrets writes Secrets unencrypted. It exists for tests and for operators who
 // deliver the repository by other means; never push its output to a shared Git server.
-func PlaintextSecrets(s *corev1.Secret, baseName string) (string, []byte, error) {
-	b, err := MarshalObject(s)
-	return baseName + ".yaml", b, err
-}
+var PlaintextSecrets = &SecretEncoding{Suffix: ".yaml", Encode: func(s *corev1.Secret) ([]byte, error) { return MarshalObject(s) }}
 
-// FileOptions controls how a Result becomes files.
+// FileOptions controls how a Result is laid out as files.
 type FileOptions struct {
-	// Secrets encodes Secrets; nil leaves them out of the change.
-	Secrets SecretEncoder
+	// Secrets is how Secrets are written; nil leaves them out of the change. Layout reads
+	// only its Suffix.
+	Secrets *SecretEncoding
 	// Existing lists the base names of the files already in the cluster directory, so the
 	// kustomization keeps listing Secret files this event does not carry material for.
 	Existing []string
-	// Marshal turns the object a file at path holds into the file's content; nil is
-	// MarshalObject. The service's digest gate hands back what the repository already
-	// holds for an object it serialised before, instead of serialising it again.
-	Marshal func(path string, obj any) ([]byte, error)
 	// Suspend writes the cluster suspended (suspend.go): its HelmRelease with spec.suspend,
 	// its Application without automated sync. The caller keeps the suspension; the
 	// generator has no other way to know of it.
 	Suspend bool
+}
+
+// File is one file of a Layout: its path and the object it holds, a manifest (Object)
+// or a Secret (Secret). It is not serialised yet: MarshalObject writes a manifest, the
+// caller's SecretEncoding a Secret, and a caller whose repository may hold the file
+// already (the reconciler) serialises only what it does not.
+type File struct {
+	Path   string
+	Object any
+	Secret *corev1.Secret
+}
+
+// Layout is a Result as a repository change before serialisation: the files it writes,
+// in the order Layout made them, and the paths it removes.
+type Layout struct {
+	Files   []File
+	Deletes []string
 }
 
 // DeployFile is the base name of the file that deploys a cluster in its directory: the
@@ -96,7 +111,39 @@ func ClusterDir(root, namespace, release string) string {
 	return path.Join(root, namespace, release)
 }
 
-// Files lays the result out as a repository change:
+// Files is Layout with every file serialised: manifests by MarshalObject, Secrets by
+// opts.Secrets. It is the whole render, for what writes no repository (render, diff, the
+// tests).
+func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
+	l, err := res.Layout(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	fs := &FileSet{Files: make(map[string][]byte, len(l.Files)), Deletes: l.Deletes}
+	for _, f := range l.Files {
+		var b []byte
+		if f.Secret != nil {
+			b, err = opts.Secrets.Encode(f.Secret)
+		} else {
+			b, err = MarshalObject(f.Object)
+		}
+		if err != nil {
+			return nil, f.Wrap(err)
+		}
+		fs.Files[f.Path] = b
+	}
+	return fs, nil
+}
+
+// Wrap names the file, or the Secret, an error of serialising it is about.
+func (f File) Wrap(err error) error {
+	if f.Secret != nil {
+		return fmt.Errorf("secret %s/%s: %w", f.Secret.Namespace, f.Secret.Name, err)
+	}
+	return fmt.Errorf("%s: %w", f.Path, err)
+}
+
+// Layout lays the result out as a repository change:
 //
 //	<path>/sources/<kind>-<name>.yaml          shared chart source
 //	<path>/flux/<kind>-<namespace>.yaml        per-namespace layout: its GitRepository, Kustomization
@@ -110,21 +157,10 @@ func ClusterDir(root, namespace, release string) string {
 // the CAPI Cluster; with no Secret left, it removes the whole directory, unless the
 // delete has reached DeleteSecretsRemoved (delete.go): that directory stays until the
 // service finishes the delete.
-func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
+func (res *Result) Layout(cfg *Config, opts FileOptions) (*Layout, error) {
 	dir := ClusterDir(res.Root, res.Namespace, res.ReleaseName)
-	fs := &FileSet{Files: map[string][]byte{}}
-	marshal := opts.Marshal
-	if marshal == nil {
-		marshal = func(_ string, obj any) ([]byte, error) { return MarshalObject(obj) }
-	}
-	add := func(p string, obj any) error {
-		b, err := marshal(p, obj)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		fs.Files[p] = b
-		return nil
-	}
+	l := &Layout{}
+	add := func(p string, obj any) { l.Files = append(l.Files, File{Path: p, Object: obj}) }
 	secretFiles := map[string]bool{}
 	for _, name := range opts.Existing {
 		if strings.HasPrefix(name, SecretFilePrefix) {
@@ -140,33 +176,29 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 	chartFile := path.Join(dir, ChartDir, KustomizationFile)
 	dropChart := cfg.Format == FormatArgo && cfg.Argo.RepoURL != ""
 	if res.Operation == v1alpha1.DeleteCluster {
-		fs.Deletes = append(fs.Deletes, path.Join(dir, deployFile))
+		l.Deletes = append(l.Deletes, path.Join(dir, deployFile))
 		if len(secretFiles) == 0 {
 			if dropChart {
-				fs.Deletes = append(fs.Deletes, chartFile)
+				l.Deletes = append(l.Deletes, chartFile)
 			}
 			if DeletePhaseOf(opts.Existing, deployFile) == DeleteSecretsRemoved {
-				return fs, add(path.Join(dir, KustomizationFile), unfinishedDelete(res.ReleaseName))
+				add(path.Join(dir, KustomizationFile), unfinishedDelete(res.ReleaseName))
+				return l, nil
 			}
-			fs.Deletes = append(fs.Deletes, path.Join(dir, KustomizationFile))
-			return fs, nil
+			l.Deletes = append(l.Deletes, path.Join(dir, KustomizationFile))
+			return l, nil
 		}
-		return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, ""))
+		add(path.Join(dir, KustomizationFile), kustomization(secretFiles, ""))
+		return l, nil
 	}
 
 	o := res.Objects
 	if o.Source != nil {
-		if err := add(path.Join(res.Root, SourcesDir, sourceFile(o.Source)), o.Source); err != nil {
-			return nil, err
-		}
+		add(path.Join(res.Root, SourcesDir, sourceFile(o.Source)), o.Source)
 	}
-	if err := add(path.Join(res.Root, res.Namespace, NamespaceFile), o.Namespace); err != nil {
-		return nil, err
-	}
-	for _, l := range o.Layout {
-		if err := add(layoutFile(res.Root, l), l); err != nil {
-			return nil, err
-		}
+	add(path.Join(res.Root, res.Namespace, NamespaceFile), o.Namespace)
+	for _, lo := range o.Layout {
+		add(layoutFile(res.Root, lo), lo)
 	}
 	var deploy any = o.HelmRelease
 	switch {
@@ -177,36 +209,30 @@ func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
 	case opts.Suspend:
 		deploy = suspendedHelmRelease(o.HelmRelease)
 	}
-	if err := add(path.Join(dir, deployFile), deploy); err != nil {
-		return nil, err
-	}
+	add(path.Join(dir, deployFile), deploy)
 	switch {
 	case o.Application != nil && chartSourcePath(o.Application) != "":
-		if err := add(chartFile, chartKustomization(res.Chart, res.ReleaseName, res.Namespace, res.Values)); err != nil {
-			return nil, err
-		}
+		add(chartFile, chartKustomization(res.Chart, res.ReleaseName, res.Namespace, res.Values))
 	case dropChart:
-		fs.Deletes = append(fs.Deletes, chartFile)
+		l.Deletes = append(l.Deletes, chartFile)
 	}
 	if opts.Secrets != nil {
 		for _, s := range o.Secrets {
 			base := SecretFilePrefix + strings.TrimPrefix(s.Name, res.ReleaseName+"-")
-			name, b, err := opts.Secrets(s, base)
-			if err != nil {
-				return nil, fmt.Errorf("secret %s/%s: %w", s.Namespace, s.Name, err)
-			}
+			name := base + opts.Secrets.Suffix
 			// Another encoding of the same Secret (e.g. .yaml vs .sops.yaml) is replaced.
 			for old := range secretFiles {
 				if old != name && (old == base+".yaml" || old == base+".sops.yaml") {
 					delete(secretFiles, old)
-					fs.Deletes = append(fs.Deletes, path.Join(dir, old))
+					l.Deletes = append(l.Deletes, path.Join(dir, old))
 				}
 			}
 			secretFiles[name] = true
-			fs.Files[path.Join(dir, name)] = b
+			l.Files = append(l.Files, File{Path: path.Join(dir, name), Secret: s})
 		}
 	}
-	return fs, add(path.Join(dir, KustomizationFile), kustomization(secretFiles, deployFile))
+	add(path.Join(dir, KustomizationFile), kustomization(secretFiles, deployFile))
+	return l, nil
 }
 
 func sourceFile(o Object) string {

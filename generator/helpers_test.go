@@ -46,7 +46,9 @@ func defaultConfig() *generator.Config {
 
 // redactedSecrets encodes Secrets for golden files with the private parts masked: golden
 // files are committed, and no secret value belongs in Git in clear, fake or not.
-func redactedSecrets(s *corev1.Secret, base string) (string, []byte, error) {
+var redactedSecrets = &generator.SecretEncoding{Suffix: ".yaml", Encode: redact}
+
+func redact(s *corev1.Secret) ([]byte, error) {
 	c := s.DeepCopy()
 	for k, v := range c.StringData {
 		switch k {
@@ -55,19 +57,18 @@ func redactedSecrets(s *corev1.Secret, base string) (string, []byte, error) {
 		case "clouds.yaml":
 			var doc map[string]any
 			if err := yaml.Unmarshal([]byte(v), &doc); err != nil {
-				return "", nil, err
+				return nil, err
 			}
 			auth := doc["clouds"].(map[string]any)["openstack"].(map[string]any)["auth"].(map[string]any)
 			auth["application_credential_secret"] = "<redacted>"
 			b, err := yaml.Marshal(doc)
 			if err != nil {
-				return "", nil, err
+				return nil, err
 			}
 			c.StringData[k] = string(b)
 		}
 	}
-	b, err := generator.MarshalObject(c)
-	return base + ".yaml", b, err
+	return generator.MarshalObject(c)
 }
 
 // checkGolden compares got with the golden file, or rewrites it under -update.

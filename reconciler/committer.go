@@ -6,17 +6,8 @@ import (
 	"sync"
 )
 
-// GroupStats is what one group cost (metrics).
-type GroupStats struct {
-	// Events is the group's size, events answered without a commit (retried ids) included.
-	Events int
-	// Pushes counts the pushes that landed: one for a group that committed something, or
-	// in review mode one per event committed to its branch.
-	Pushes int
-	// Retries counts the push attempts beyond the first (the remote moved, or failed
-	// transiently) of the pushes that landed or found nothing left to push.
-	Retries int
-}
+// groupStats is what one group, or one reconcile of it, cost (Report says what each is).
+type groupStats struct{ Events, Pushes, Retries int }
 
 // committer commits the plans of a group of reconciles as one chain with one push. A
 // reconcile hands its plans over (submit) and waits on the future it gets back; it never
@@ -27,7 +18,7 @@ type GroupStats struct {
 type committer struct {
 	sink *GitSink
 	// stats is what the group cost, set before any future resolves.
-	stats GroupStats
+	stats groupStats
 
 	mu      sync.Mutex
 	batch   []submission
@@ -40,7 +31,7 @@ type committer struct {
 type submission struct {
 	member int // the reconcile's place in its group: the order clusters arrived in
 	plans  []planFunc
-	stats  GroupStats
+	stats  groupStats
 	future *future
 }
 
@@ -75,7 +66,7 @@ func newCommitter(ctx context.Context, sink *GitSink, members int) *committer {
 
 // submit hands the plans of the group's member-th reconcile over, none when it commits
 // nothing; each member of the group submits exactly once.
-func (c *committer) submit(member int, plans []planFunc, stats GroupStats) *future {
+func (c *committer) submit(member int, plans []planFunc, stats groupStats) *future {
 	f := &future{done: make(chan struct{})}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -98,7 +89,7 @@ func (c *committer) run(ctx context.Context) {
 	}
 	slices.SortFunc(batch, func(a, b submission) int { return a.member - b.member })
 	var all []planFunc
-	var total GroupStats
+	var total groupStats
 	for _, s := range batch {
 		all = append(all, s.plans...)
 		total.Events += s.stats.Events

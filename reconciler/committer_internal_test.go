@@ -37,7 +37,7 @@ func TestCommitter(t *testing.T) {
 			if m != 2 {
 				plans = []planFunc{plan(fmt.Sprintf("m%d-a", m)), plan(fmt.Sprintf("m%d-b", m))}
 			}
-			futures[m] = c.submit(m, plans, GroupStats{Events: 1})
+			futures[m] = c.submit(m, plans, groupStats{Events: 1})
 			done <- struct{}{}
 		}()
 		<-done // one at a time, in this order

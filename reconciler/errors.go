@@ -46,6 +46,9 @@ var (
 	ErrConflict  = gitrepo.ErrConflict
 	ErrRetry     = errors.New("reconciler: transient failure, retry")
 	ErrPermanent = errors.New("reconciler: refused by the repository")
+	// ErrIdempotencyConflict: an event id arrived again with a different body. The id is
+	// the client's promise that a retry is the same request; breaking it is a conflict.
+	ErrIdempotencyConflict = errors.New("event id already used for a different event")
 	// ErrPlaintextRefused: Secrets would reach the repository unencrypted. It is invalid
 	// input: the configuration must say how Secrets are encrypted.
 	ErrPlaintextRefused error = inputRefusal("Secrets would be written in plaintext: set sops.age_recipients (see docs/secrets.md), or pass --insecure-plaintext-secrets")
@@ -61,7 +64,7 @@ func (r inputRefusal) Error() string { return string(r) }
 func (inputRefusal) Unwrap() error { return v1alpha1.ErrInvalidInput }
 
 // failure is a step's failure with its outcome class. It is not exported: callers act on
-// the class, which KindOf, errors.Is with the sentinels and Summary.Kind tell them, so the
+// the class, which errors.Is with the sentinels and Summary.Kind tell them, so the
 // type can change without them.
 type failure struct {
 	Kind Kind
@@ -93,10 +96,10 @@ func (e *failure) Is(target error) bool {
 	return false
 }
 
-// KindOf classifies any error of the pipeline: field errors are invalid input, gitrepo's
+// kindOf classifies any error of the pipeline: field errors are invalid input, gitrepo's
 // conflicts are conflicts, refusals by the remote are permanent, and everything else —
 // network, context, a remote that kept moving — may succeed on retry.
-func KindOf(err error) Kind {
+func kindOf(err error) Kind {
 	var e *failure
 	switch {
 	case errors.As(err, &e):
@@ -124,5 +127,5 @@ func stepError(step string, err error) error {
 	if errors.As(err, &e) {
 		return err
 	}
-	return &failure{Kind: KindOf(err), Step: step, Err: err}
+	return &failure{Kind: kindOf(err), Step: step, Err: err}
 }

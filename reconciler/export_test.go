@@ -16,6 +16,7 @@ type Error = failure
 
 var (
 	LoadLedger           = loadLedger
+	KindOf               = kindOf
 	Digest               = eventDigest
 	Record               = encodeRecord
 	NewClusters          = newClusters

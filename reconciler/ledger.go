@@ -16,11 +16,6 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 )
 
-// ErrIdempotencyConflict is returned when an event id arrives again with a different body.
-// The id is the client's promise that a retry is the same request; breaking it is a
-// conflict.
-var ErrIdempotencyConflict = errors.New("event id already used for a different event")
-
 // This file holds the one rule for event ids: an id names one event body (its eventDigest);
 // the first commit that carried it answers every retry of it, with no second commit; the
 // same id with another body is ErrIdempotencyConflict. The rule is applied to what is

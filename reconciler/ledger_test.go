@@ -10,6 +10,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/api/v1alpha1"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 )
 
 // TestLoadLedgerAnswersARetryOfACompletedEvent: a service commits an event that its
@@ -25,7 +26,7 @@ func TestLoadLedgerAnswersARetryOfACompletedEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, sink, _ := committer(t)
-	p.Resolvers = []reconciler.Resolver{reconciler.CABundle{System: []string{bundle}}}
+	p.Resolvers = []reconciler.Resolver{openstack.CABundle{System: []string{bundle}}}
 	ctx := context.Background()
 	// As the driver shim sends it when Magnum has no [drivers] openstack_ca_file.
 	withoutBundle := func() *v1alpha1.ClusterEvent {

@@ -24,10 +24,6 @@ type Pipeline struct {
 	Gate *gate.Gate
 }
 
-// NewGate returns an empty gate for a Pipeline that serves many events (serve): its Build
-// and File, when set before Load, keep its settled directories across restarts.
-func NewGate() *gate.Gate { return &gate.Gate{} }
-
 // Decode is the first step: a ClusterEvent document (YAML or JSON) into an event.
 func Decode(data []byte) (*v1alpha1.ClusterEvent, error) {
 	ev, err := v1alpha1.DecodeEvent(data)

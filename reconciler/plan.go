@@ -79,20 +79,15 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree g
 	if err != nil {
 		return nil, stepError("read", err)
 	}
-	existing := func(name string) ([]byte, bool) {
-		b, ok, err := tree.ReadFile(path.Join(dir, name))
-		return b, ok && err == nil
-	}
-	enc, err := p.Secrets.encoder(res, existing)
+	secrets, err := p.Secrets.layout(res)
 	if err != nil {
 		return nil, stepError("encode", err)
 	}
-	fs, err := res.Files(&p.Config.Config, generator.FileOptions{
-		Secrets:  p.Secrets.gated(p.Gate, enc, dir, tree),
-		Existing: names,
-		Marshal:  p.Gate.Objects(tree),
-		Suspend:  susp != nil,
-	})
+	l, err := res.Layout(&p.Config.Config, generator.FileOptions{Secrets: secrets, Existing: names, Suspend: susp != nil})
+	if err != nil {
+		return nil, stepError("encode", err)
+	}
+	fs, err := p.encode(l, tree)
 	if err != nil {
 		return nil, stepError("encode", err)
 	}
@@ -178,7 +173,7 @@ func (p *Pipeline) addRecord(ev *v1alpha1.ClusterEvent, susp *Suspension, res *g
 	if err != nil {
 		return err
 	}
-	if b, err = p.Gate.Record(tree, f, b, sameRecord); err != nil {
+	if b, err = p.recordFile(tree, f, b); err != nil {
 		return err
 	}
 	fs.Files[f] = b

@@ -263,7 +263,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, uuids ...string) Report {
 		wg.Go(func() { r.reconcile(ctx, sc) })
 	}
 	wg.Wait()
-	rep := Report{Group: g.stats, Results: make([]Result, 0, len(scopes))}
+	rep := Report{Events: g.stats.Events, Pushes: g.stats.Pushes, Retries: g.stats.Retries, Results: make([]Result, 0, len(scopes))}
 	for _, sc := range scopes {
 		if sc.result.ClusterUUID != "" {
 			rep.Results = append(rep.Results, sc.result)

@@ -95,7 +95,7 @@ func TestReconcile(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := generator.DefaultConfig()
-			var groups []GroupStats
+			var groups []groupStats
 			r := &Reconciler{Pipeline: &Pipeline{Config: generator.MustSite(cfg), Secrets: SecretPolicy{Plaintext: true}},
 				Sink: &GitSink{Repo: repo}, ledger: newLedger(ledgerHistory)}
 			r.Start()
@@ -111,7 +111,8 @@ func TestReconcile(t *testing.T) {
 					r.desired.put(o)
 					ops = append(ops, o)
 				}
-				groups = append(groups, r.Reconcile(context.Background(), r.desired.take(len(subs))...).Group)
+				rep := r.Reconcile(context.Background(), r.desired.take(len(subs))...)
+				groups = append(groups, groupStats{rep.Events, rep.Pushes, rep.Retries})
 				var got []string
 				for _, o := range ops {
 					sum := <-o.answer

@@ -104,8 +104,8 @@ func TestReconcilerReports(t *testing.T) {
 		for _, res := range rep.Results {
 			pushes = append(pushes, res.Pushed...)
 		}
-		if rep.Group.Events != 1 || rep.Group.Pushes != len(pushes) {
-			t.Errorf("%s: the group cost %+v, want 1 event and %d pushes", tc.event, rep.Group, len(pushes))
+		if rep.Events != 1 || rep.Pushes != len(pushes) {
+			t.Errorf("%s: the group cost %d events, %d pushes; want 1 event and %d pushes", tc.event, rep.Events, rep.Pushes, len(pushes))
 		}
 		switch {
 		case !tc.pushed && len(pushes) > 0:

@@ -4,7 +4,14 @@ package reconciler
 // the caller that runs them (serve, through Reconciler.Reports): which namespaces to ask
 // Flux to fetch, what to count, what to tell Kubernetes and the log.
 type Report struct {
-	Group GroupStats
+	// Events is the group's size, events answered without a commit (retried ids) included.
+	Events int
+	// Pushes counts the pushes that landed: one for a group that committed something, or
+	// in review mode one per event committed to its branch.
+	Pushes int
+	// Retries counts the push attempts beyond the first (the remote moved, or failed
+	// transiently) of the pushes that landed or found nothing left to push.
+	Retries int
 	// Results are the clusters whose reconcile pushed to the configured branch, or moved
 	// or failed a delete or an upgrade chain; a cluster with nothing of that is left out.
 	Results []Result

@@ -186,7 +186,7 @@ func (p *Pipeline) readWindow(ctx context.Context, repo gitrepo.Tree, records []
 	kept := recs[:0]
 	for i, rec := range recs {
 		switch err := stepError("read", errs[i]); {
-		case err != nil && refused != nil && KindOf(err) == KindInvalid:
+		case err != nil && refused != nil && kindOf(err) == KindInvalid:
 			refused(rec.Path, err)
 		case err != nil:
 			return nil, err

@@ -8,7 +8,8 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/sopsenc"
-	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // SecretPolicy decides how a cluster's Secrets reach the repository: encrypted with SOPS,
@@ -24,14 +25,14 @@ type SecretPolicy struct {
 	Omit bool
 }
 
-// encoder returns how to write the Secrets of res into a directory whose current files
-// existing reads; nil leaves them out. Secrets with nothing to encrypt them are refused.
-func (sp SecretPolicy) encoder(res *generator.Result, existing func(string) ([]byte, bool)) (generator.SecretEncoder, error) {
+// layout returns how the Secrets of res are laid out (generator.FileOptions.Secrets): nil
+// leaves them out. Secrets with nothing to encrypt them are refused.
+func (sp SecretPolicy) layout(res *generator.Result) (*generator.SecretEncoding, error) {
 	switch {
 	case sp.Omit:
 		return nil, nil
 	case sp.Encrypter != nil:
-		return sp.Encrypter.Encoder(existing), nil
+		return sp.Encrypter.SecretEncoding(), nil
 	case sp.Plaintext:
 		return generator.PlaintextSecrets, nil
 	case len(res.Objects.Secrets) > 0:
@@ -40,14 +41,27 @@ func (sp SecretPolicy) encoder(res *generator.Result, existing func(string) ([]b
 	return nil, nil
 }
 
-// gated wraps the encoder of res's Secrets in the gate: a Secret the tree already holds
-// in the file the encoder would write keeps that file.
-func (sp SecretPolicy) gated(g *gate.Gate, enc generator.SecretEncoder, dir string, tree gitrepo.Tree) generator.SecretEncoder {
-	suffix := ".yaml"
-	if sp.Encrypter != nil {
-		suffix = sopsenc.FileSuffix
+// encodeOver encodes a Secret for the file at f of tree: with SOPS, the file there when
+// it holds the same plaintext for the same recipients (unchanged.go), else the Secret
+// encrypted anew.
+func (sp SecretPolicy) encodeOver(s *corev1.Secret, tree gitrepo.Tree, f string) ([]byte, error) {
+	if sp.Encrypter == nil {
+		return generator.PlaintextSecrets.Encode(s)
 	}
-	return g.Secrets(enc, sp.encoding(), func(base string) string { return base + suffix }, dir, tree)
+	old, ok, err := tree.ReadFile(f)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		same, err := sp.Encrypter.Unchanged(old, s)
+		if err != nil {
+			return nil, err
+		}
+		if same {
+			return old, nil
+		}
+	}
+	return sp.Encrypter.Encrypt(s)
 }
 
 // encoding names how the policy writes Secrets, with what a written file depends on

@@ -63,7 +63,7 @@ type scope struct {
 	settled bool
 	// stats is what the reconcile cost on its own: its events (counted in the prologue)
 	// and, in review mode, its pushes.
-	stats GroupStats
+	stats groupStats
 	// submitted is set once the reconcile handed its commits to the committer: every
 	// member of a group must, whatever became of it, for the group to commit.
 	submitted bool
@@ -106,7 +106,7 @@ func (r *Reconciler) renderStep(ctx context.Context, sc *scope) {
 			continue
 		}
 		if op.follows && sc.errs[i-1] != nil {
-			sc.errs[i] = &failure{Kind: KindOf(sc.errs[i-1]), Step: "render",
+			sc.errs[i] = &failure{Kind: kindOf(sc.errs[i-1]), Step: "render",
 				Err: fmt.Errorf("not committed: %s, derived before it from Magnum's view, failed", sc.ops[i-1].ev.Operation)}
 			continue
 		}

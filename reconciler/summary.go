@@ -67,7 +67,7 @@ func NewSummary(ev *v1alpha1.ClusterEvent, o *Written, err error) Summary {
 		s.Paths = o.Plan.Paths()
 	}
 	if err != nil {
-		s.kind, s.err = KindOf(err), err
+		s.kind, s.err = kindOf(err), err
 		s.Outcome = s.kind.String()
 		s.Error = err.Error()
 		s.Fields = v1alpha1.FieldErrors(err)

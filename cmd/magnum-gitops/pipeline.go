@@ -9,6 +9,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/internal/config"
 	"github.com/magnum-gitops/magnum-gitops/magnum"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/openstack"
 )
 
 // pipeline builds the reconciler pipeline of a configuration: the generator's settings,
@@ -27,9 +28,8 @@ func openPipeline(f *config.File, insecurePlaintext bool, refused config.Refused
 	}
 	p := &reconciler.Pipeline{
 		Config:    f.Site,
-		Resolvers: []reconciler.Resolver{reconciler.CABundle{File: f.Magnum.Drivers.OpenstackCAFile}},
+		Resolvers: []reconciler.Resolver{openstack.CABundle{File: f.Magnum.Drivers.OpenstackCAFile}},
 		Secrets:   reconciler.SecretPolicy{Encrypter: enc, Plaintext: insecurePlaintext},
-		Gate:      reconciler.NewGate(),
 	}
 	return p, nil
 }

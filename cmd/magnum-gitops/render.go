@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -153,7 +154,7 @@ func decodeInput(stdin io.Reader, name string) (*v1alpha1.ClusterEvent, error) {
 
 // inputError puts the file name in front of an error that blames it.
 func inputError(name string, err error) error {
-	if reconciler.KindOf(err) == reconciler.KindInvalid {
+	if errors.Is(err, reconciler.ErrInvalid) {
 		return fmt.Errorf("%s:\n%w", name, err)
 	}
 	return err

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -121,7 +122,7 @@ func runResync(ctx context.Context, stdout, stderr io.Writer, configFile string,
 			for _, rec := range records {
 				pl, err := p.PlanResync(ctx, rec, snap)
 				switch {
-				case reconciler.KindOf(err) == reconciler.KindInvalid:
+				case errors.Is(err, reconciler.ErrInvalid):
 					refuse(rec.Path, err)
 					continue
 				case err != nil:

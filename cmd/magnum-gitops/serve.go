@@ -131,13 +131,11 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var settled string
 	if file.Git.CacheDir != "" {
 		// The clone outlives the process: so does what the gate knows to be as rendered,
 		// under this build (none for a build from modified sources).
-		p.Gate.Build, p.Gate.File = buildID(), filepath.Join(file.Git.CacheDir, settledFile)
-		if err := p.Gate.Load(); err != nil {
-			log.Warn("gate: the settled clusters kept at the last stop do not load; the first resync renders every cluster", "error", err)
-		}
+		settled = filepath.Join(file.Git.CacheDir, settledFile)
 	} else {
 		// In memory, go-git's store keeps every object of the history in the heap, which
 		// then grows with every commit the service makes (BenchmarkOpen): serve always
@@ -170,7 +168,7 @@ func (o *serveOptions) run(ctx context.Context, stderr io.Writer) error {
 		MaxGroup: file.Serve.Group.MaxEvents, MaxWait: file.Serve.Group.MaxWait.Duration,
 		ShutdownDelay:  o.shutdownDelayFrom(&file.Serve),
 		HealthInterval: o.healthInterval, ResyncInterval: o.resyncInterval, Log: log, Registry: reg,
-		StatusOptions: serveStatusOptions(file)}
+		StatusOptions: serveStatusOptions(file), SettledFile: settled, Build: buildID()}
 	if so.Review, err = reviewOptions(ctx, file, refused, log); err != nil {
 		return config.Invalid(err)
 	}

@@ -153,26 +153,9 @@ func (e *Encrypter) current() []string {
 // Recipients returns the age recipients every file is encrypted for now, sorted.
 func (e *Encrypter) Recipients() []string { return slices.Clone(e.current()) }
 
-// Encoder returns a generator.SecretEncoder writing <base>.sops.yaml files. existing
-// returns the current content of a file in the cluster directory, if any; an unchanged
-// Secret keeps it byte for byte.
-func (e *Encrypter) Encoder(existing func(name string) ([]byte, bool)) generator.SecretEncoder {
-	return func(s *corev1.Secret, base string) (string, []byte, error) {
-		name := base + FileSuffix
-		if existing != nil {
-			if old, ok := existing(name); ok {
-				same, err := e.Unchanged(old, s)
-				if err != nil {
-					return "", nil, err
-				}
-				if same {
-					return name, old, nil
-				}
-			}
-		}
-		b, err := e.Encrypt(s)
-		return name, b, err
-	}
+// SecretEncoding writes Secrets as <base>.sops.yaml files, encrypted.
+func (e *Encrypter) SecretEncoding() *generator.SecretEncoding {
+	return &generator.SecretEncoding{Suffix: FileSuffix, Encode: e.Encrypt}
 }
 
 // Encrypt encrypts a Secret into a SOPS YAML document.

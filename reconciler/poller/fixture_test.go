@@ -195,7 +195,7 @@ func (f *pollFixture) start(t *testing.T) *service {
 	}
 	p := &reconciler.Pipeline{Config: generator.MustSite(cfg), Secrets: encrypting(t, f.age),
 		Resolvers: []reconciler.Resolver{openstack.NewResolver(f.cloud, openstack.ResolverOptions{}),
-			reconciler.CABundle{File: f.caFile}}}
+			openstack.CABundle{File: f.caFile}}}
 	q := &reconciler.Reconciler{Pipeline: p, Sink: &reconciler.GitSink{Repo: repo}, Clusters: clusters}
 	if _, err := q.ReadHistory(ctx); err != nil { // the event ids in Git, as serve reads them at start
 		t.Fatal(err)

@@ -110,7 +110,7 @@ func (m *metrics) observe(s reconciler.Summary, took time.Duration) {
 }
 
 // observeGroup records what one group cost.
-func (m *metrics) observeGroup(g reconciler.GroupStats) {
+func (m *metrics) observeGroup(g reconciler.Report) {
 	if g.Events > 0 { // not a group of resyncs or requeued clusters only
 		m.groupSize.Observe(float64(g.Events))
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/reconciler"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/httpapi"
+	"github.com/magnum-gitops/magnum-gitops/reconciler/internal/gate"
 	"github.com/magnum-gitops/magnum-gitops/reconciler/poller"
 	"github.com/magnum-gitops/magnum-gitops/status"
 	"github.com/magnum-gitops/magnum-gitops/status/report"
@@ -59,6 +60,11 @@ type Options struct {
 	HealthInterval time.Duration
 	// ResyncInterval re-renders every cluster from its record (0: only at start).
 	ResyncInterval time.Duration
+	// SettledFile, with Build (the running build's identity, empty for a build from
+	// modified sources), is where the clusters a resync found as rendered are kept across
+	// restarts of the same build (beside a clone on disk), so that the first resync after
+	// a restart skips them as every later one does.
+	SettledFile, Build string
 	// DeleteInterval is how often deleted clusters are checked for their second phase,
 	// chained upgrades for their next step, and in Argo mode deleted node groups for the
 	// MachineDeployment Argo CD leaves (leftovers.go).
@@ -142,7 +148,7 @@ func (s *Service) readReports(reports <-chan reconciler.Report, done <-chan stru
 	for {
 		select {
 		case rep := <-reports:
-			s.observeGroup(rep.Group)
+			s.observeGroup(rep)
 			for _, res := range rep.Results {
 				for _, p := range res.Pushed {
 					s.pushed(p.Namespace, p.Paths)
@@ -197,6 +203,16 @@ func newService(o Options) (*Service, error) {
 		o.ReadyInterval = 5 * time.Second
 	}
 	s := &Service{o: o, m: newMetrics(o.Registry)}
+	if o.Pipeline.Gate == nil {
+		// A one-shot command plans each cluster once; serve plans them again and again.
+		o.Pipeline.Gate = &gate.Gate{}
+	}
+	if o.SettledFile != "" && o.Build != "" {
+		o.Pipeline.Gate.Build, o.Pipeline.Gate.File = o.Build, o.SettledFile
+		if err := o.Pipeline.Gate.Load(); err != nil {
+			o.Log.Warn("gate: the settled clusters kept at the last stop do not load; the first resync renders every cluster", "error", err)
+		}
+	}
 	var err error
 	if s.managed, err = manage(&o.Pipeline.Config.Config, o.Management, o.Log); err != nil {
 		return nil, err
@@ -511,7 +527,7 @@ func (g *gitReady) ready(now time.Time, stale time.Duration) error {
 }
 
 // observeGroup records what a group cost; a push that landed shows the remote reachable.
-func (s *Service) observeGroup(g reconciler.GroupStats) {
+func (s *Service) observeGroup(g reconciler.Report) {
 	s.m.observeGroup(g)
 	if g.Pushes > 0 && s.git.answered(time.Now()) {
 		s.o.Log.Info("git: the remote answers again: ready")

@@ -425,14 +425,7 @@ func TestResyncAtStart(t *testing.T) {
 func TestResyncAtStartKeepsSettled(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "settled")
-	kept := func(o *service.Options) {
-		g := reconciler.NewGate()
-		g.Build, g.File = "build-1", file
-		o.Pipeline.Gate = g
-		if err := o.Pipeline.Gate.Load(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	kept := func(o *service.Options) { o.SettledFile, o.Build = file, "build-1" }
 	h := start(t, kept)
 	h.resyncsDone(1)
 	if code, ans := h.post(clusterEvent(t, 0, 1)); code != http.StatusOK {

@@ -1,18 +1,13 @@
-// Package gate lets the reconciler's plans compare what they would write with the tree by
-// digest, so that only what changed is serialised or encrypted; it keeps what it knows of
-// settled cluster directories across a restart of the same build.
+// Package gate is a cache of what the reconciler's one rule for an unchanged file
+// (reconciler/unchanged.go) found: which file an input became, so that only what changed
+// is serialised or encrypted, and which cluster directories a resync found settled, kept
+// across a restart of the same build. It decides nothing: every answer it gives is read
+// back from the tree.
 package gate
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/json"
-	"path"
 	"sync"
-
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/magnum-gitops/magnum-gitops/generator"
 )
 
 // gateSize bounds the digests a Gate keeps: about 36 files for each of 10,000 clusters
@@ -28,14 +23,14 @@ const jsonSize = 1 << 12
 // 10,000 clusters a resync is sized for, some 2 MB.
 const settledSize = 1 << 15
 
-// Gate lets Plan, which alone decides what changed, compare an object with the tree by a
-// digest instead of by serialising it: most plans (every cluster of a resync, every group
-// of a scale event) write objects the repository already holds, and serialising them was
-// most of a plan's time. It remembers, for the SHA-256 of an object's JSON, the SHA-256 of
-// the file the object became; when the file a tree holds at the object's path has that
-// hash, the plan takes the tree's bytes as they are, and finds them equal. Only what
-// changed is serialised. Its settled directories are Plan's own answers too: a directory
-// whose plan changed nothing, kept with everything that answer read.
+// Gate lets a plan compare an object with the tree by a digest instead of by serialising
+// it: most plans (every cluster of a resync, every group of a scale event) write objects
+// the repository already holds, and serialising them was most of a plan's time. It
+// remembers, for the digest of an input (an object's JSON, with what its encoding depends
+// on), the SHA-256 of the file the input became; when the file a tree holds at the
+// input's path has that hash, the plan takes the tree's bytes as they are (Held). Its
+// settled directories are plans' own answers too: a directory whose plan changed nothing,
+// kept with everything that answer read.
 //
 // A Gate is safe for concurrent plans; the zero value is ready and a nil *Gate gates
 // nothing (a one-shot command has nothing to remember).
@@ -115,34 +110,11 @@ func (g *Gate) Settle(key [sha256.Size]byte, deps []PathHash) {
 	g.settled[key] = deps
 }
 
-// Objects returns the serialiser a plan hands to generator.FileOptions.Marshal: the
-// tree's bytes when they are obj serialised, else obj serialised and remembered.
-func (g *Gate) Objects(tree Tree) func(path string, obj any) ([]byte, error) {
+// RememberJSON notes that the deploy file b holds the object whose JSON is j.
+func (g *Gate) RememberJSON(b, j []byte) {
 	if g == nil {
-		return nil
+		return
 	}
-	return func(file string, obj any) ([]byte, error) {
-		j, err := json.Marshal(obj)
-		if err != nil {
-			return nil, err
-		}
-		in := sha256.Sum256(j)
-		b, ok := g.held(tree, file, in)
-		if !ok {
-			if b, err = generator.MarshalObjectJSON(j); err != nil {
-				return nil, err
-			}
-			g.remember(in, b)
-		}
-		if base := path.Base(file); base == generator.HelmReleaseFile || base == generator.ApplicationFile {
-			g.rememberJSON(b, j)
-		}
-		return b, nil
-	}
-}
-
-// rememberJSON notes that the deploy file b holds the object whose JSON is j.
-func (g *Gate) rememberJSON(b, j []byte) {
 	sum := sha256.Sum256(b)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -163,72 +135,22 @@ func (g *Gate) JSONOf(b []byte) []byte {
 	return g.json[sum]
 }
 
-// Secrets wraps a Secret encoder: a Secret whose plaintext, under the same encoding, is
-// what the tree's file already holds keeps that file without being encoded or decrypted
-// again. encoding names what the file depends on besides the plaintext (the recipients);
-// fileName is the name the encoder gives the file of a base name.
-func (g *Gate) Secrets(enc generator.SecretEncoder, encoding string, fileName func(base string) string, dir string, tree Tree) generator.SecretEncoder {
-	if g == nil || enc == nil {
-		return enc
-	}
-	return func(s *corev1.Secret, base string) (string, []byte, error) {
-		j, err := json.Marshal(s)
-		if err != nil {
-			return "", nil, err
-		}
-		h := sha256.New()
-		h.Write(j)
-		h.Write([]byte("\x00" + encoding))
-		var in [sha256.Size]byte
-		h.Sum(in[:0])
-		name := fileName(base)
-		if have, ok := g.held(tree, dir+"/"+name, in); ok {
-			return name, have, nil
-		}
-		name, b, err := enc(s, base)
-		if err == nil {
-			g.remember(in, b)
-		}
-		return name, b, err
-	}
-}
-
-// Record returns the record file to write: the tree's bytes when they hold the same
-// record (same says so of two record files), so that a record written in an older
-// encoding (YAML) is not rewritten for its encoding alone, else want.
-func (g *Gate) Record(tree Tree, path string, want []byte, same func(have, want []byte) bool) ([]byte, error) {
-	in := sha256.Sum256(want)
-	if have, ok := g.held(tree, path, in); ok {
-		return have, nil
-	}
-	have, ok, err := tree.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if ok && !bytes.Equal(have, want) && !g.wroteRecord(have) && same(have, want) {
-		want = have
-	}
-	g.remember(in, want)
-	return want, nil
-}
-
-// wroteRecord reports whether the record file have is one the gate remembers writing
-// (remember(sha256(b), b) above): a record in the current encoding, which holds another
-// event when its bytes are not want's. Each event of a cluster finds the record of the one
-// before it, and deciding that by decoding and encoding it again costs a tenth of a plan.
-func (g *Gate) wroteRecord(have []byte) bool {
+// Wrote reports whether the file b is one the gate remembers as written for the input
+// that is b itself (Remember(sha256(b), b)): a record in the current encoding.
+func (g *Gate) Wrote(b []byte) bool {
 	if g == nil {
 		return false
 	}
-	sum := sha256.Sum256(have)
+	sum := sha256.Sum256(b)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out, ok := g.known[sum]
 	return ok && out == sum
 }
 
-// held returns the tree's file at path when it is known to hold the input in.
-func (g *Gate) held(tree Tree, path string, in [sha256.Size]byte) ([]byte, bool) {
+// Held returns the tree's file at path when the gate knows that file to hold the input
+// in (the tree is read, and its file's hash compared: the gate only spares serialising).
+func (g *Gate) Held(tree Tree, path string, in [sha256.Size]byte) ([]byte, bool) {
 	if g == nil {
 		return nil, false
 	}
@@ -245,8 +167,8 @@ func (g *Gate) held(tree Tree, path string, in [sha256.Size]byte) ([]byte, bool)
 	return have, true
 }
 
-// remember notes that the file b holds the input in.
-func (g *Gate) remember(in [sha256.Size]byte, b []byte) {
+// Remember notes that the file b holds the input in.
+func (g *Gate) Remember(in [sha256.Size]byte, b []byte) {
 	if g == nil {
 		return
 	}

@@ -59,9 +59,9 @@ func written(t testing.TB, p *reconciler.Pipeline, ev *v1alpha1.ClusterEvent) (*
 // sameArray reports whether a and b are the same bytes in memory, not only equal ones.
 func sameArray(a, b []byte) bool { return len(a) > 0 && len(b) == len(a) && &a[0] == &b[0] }
 
-// TestGate: a plan takes from the tree every file whose object the gate saw become those
+// TestUnchanged: a plan takes from the tree every file whose object the gate saw become those
 // bytes, serialises what changed, and never rewrites a record for its encoding alone.
-func TestGate(t *testing.T) {
+func TestUnchanged(t *testing.T) {
 	t.Parallel()
 	create := event(t, "01-prod-a-create.yaml")
 	yamlRecord := func(ev *v1alpha1.ClusterEvent) []byte {
@@ -181,9 +181,9 @@ func TestGate(t *testing.T) {
 	}
 }
 
-// TestGateSecrets: an encrypted Secret the gate saw written is kept without being
+// TestUnchangedSecrets: an encrypted Secret the gate saw written is kept without being
 // decrypted or encrypted again, and only for the recipients it was written for.
-func TestGateSecrets(t *testing.T) {
+func TestUnchangedSecrets(t *testing.T) {
 	t.Parallel()
 	create := event(t, "01-prod-a-create.yaml")
 	cfg := generator.DefaultConfig()
