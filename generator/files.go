@@ -115,13 +115,11 @@ func ClusterDir(root, namespace, release string) string {
 // opts.Secrets. It is the whole render, for what writes no repository (render, diff, the
 // tests).
 func (res *Result) Files(cfg *Config, opts FileOptions) (*FileSet, error) {
-	l, err := res.Layout(cfg, opts)
-	if err != nil {
-		return nil, err
-	}
+	l := res.Layout(cfg, opts)
 	fs := &FileSet{Files: make(map[string][]byte, len(l.Files)), Deletes: l.Deletes}
 	for _, f := range l.Files {
 		var b []byte
+		var err error
 		if f.Secret != nil {
 			b, err = opts.Secrets.Encode(f.Secret)
 		} else {
@@ -157,7 +155,7 @@ func (f File) Wrap(err error) error {
 // the CAPI Cluster; with no Secret left, it removes the whole directory, unless the
 // delete has reached DeleteSecretsRemoved (delete.go): that directory stays until the
 // service finishes the delete.
-func (res *Result) Layout(cfg *Config, opts FileOptions) (*Layout, error) {
+func (res *Result) Layout(cfg *Config, opts FileOptions) *Layout {
 	dir := ClusterDir(res.Root, res.Namespace, res.ReleaseName)
 	l := &Layout{}
 	add := func(p string, obj any) { l.Files = append(l.Files, File{Path: p, Object: obj}) }
@@ -183,13 +181,13 @@ func (res *Result) Layout(cfg *Config, opts FileOptions) (*Layout, error) {
 			}
 			if DeletePhaseOf(opts.Existing, deployFile) == DeleteSecretsRemoved {
 				add(path.Join(dir, KustomizationFile), unfinishedDelete(res.ReleaseName))
-				return l, nil
+				return l
 			}
 			l.Deletes = append(l.Deletes, path.Join(dir, KustomizationFile))
-			return l, nil
+			return l
 		}
 		add(path.Join(dir, KustomizationFile), kustomization(secretFiles, ""))
-		return l, nil
+		return l
 	}
 
 	o := res.Objects
@@ -232,7 +230,7 @@ func (res *Result) Layout(cfg *Config, opts FileOptions) (*Layout, error) {
 		}
 	}
 	add(path.Join(dir, KustomizationFile), kustomization(secretFiles, deployFile))
-	return l, nil
+	return l
 }
 
 func sourceFile(o Object) string {

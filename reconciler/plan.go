@@ -83,10 +83,7 @@ func (p *Pipeline) plan(ev *v1alpha1.ClusterEvent, res *generator.Result, tree g
 	if err != nil {
 		return nil, stepError("encode", err)
 	}
-	l, err := res.Layout(&p.Config.Config, generator.FileOptions{Secrets: secrets, Existing: names, Suspend: susp != nil})
-	if err != nil {
-		return nil, stepError("encode", err)
-	}
+	l := res.Layout(&p.Config.Config, generator.FileOptions{Secrets: secrets, Existing: names, Suspend: susp != nil})
 	fs, err := p.encode(l, tree)
 	if err != nil {
 		return nil, stepError("encode", err)
