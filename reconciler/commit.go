@@ -36,7 +36,8 @@ type committed struct {
 }
 
 // commitPlans plans every change on the branch head (on the review branch, when set),
-// side by side, and commits them in order, one commit each, with one push. A change whose
+// side by side, and commits them in order as they are planned (planInOrder), one commit
+// each, with one push. A change whose
 // plan no longer holds where it would go (a change before it wrote what it read, or
 // another writer moved the remote) is planned again on the new tip of the chain: the
 // first change still pending always holds there, so the rounds end unless the remote
