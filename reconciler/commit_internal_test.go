@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
-	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
 )
 
 // TestPlanInOrder: plans run side by side, but each is handed over in pending's order
@@ -17,13 +16,7 @@ import (
 // from the hand-over ends the round, and no plan starts after it.
 func TestPlanInOrder(t *testing.T) {
 	t.Parallel()
-	remote := gitserver.Start(t)
-	remote.Init("r.git")
-	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: remote.URL + "/r.git",
-		Author: gitrepo.Signature{Name: "magnum-gitops", Email: "m@example.org"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, repo := testRemote(t)
 	b, err := repo.Begin(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)

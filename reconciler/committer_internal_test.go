@@ -16,13 +16,7 @@ import (
 // group's cost once. A member with no plans gets none.
 func TestCommitter(t *testing.T) {
 	t.Parallel()
-	remote := gitserver.Start(t)
-	remote.Init("r.git")
-	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: remote.URL + "/r.git",
-		Author: gitrepo.Signature{Name: "magnum-gitops", Email: "m@example.org"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	remote, repo := testRemote(t)
 	plan := func(name string) planFunc {
 		return func(gitrepo.Tree) (gitrepo.Change, error) {
 			return gitrepo.Change{Subject: name, Files: map[string][]byte{name + ".yaml": []byte(name)}}, nil
@@ -64,4 +58,17 @@ func TestCommitter(t *testing.T) {
 	if c.stats.Events != 4 || c.stats.Pushes != 1 {
 		t.Errorf("the group cost %+v, want 4 events and 1 push", c.stats)
 	}
+}
+
+// testRemote starts a Git server with an empty repository r.git and opens it.
+func testRemote(t *testing.T) (*gitserver.Server, *gitrepo.Repo) {
+	t.Helper()
+	remote := gitserver.Start(t)
+	remote.Init("r.git")
+	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: remote.URL + "/r.git",
+		Author: gitrepo.Signature{Name: "magnum-gitops", Email: "m@example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return remote, repo
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/magnum-gitops/magnum-gitops/generator"
 	"github.com/magnum-gitops/magnum-gitops/gitrepo"
 	"github.com/magnum-gitops/magnum-gitops/internal/fixturetest"
-	"github.com/magnum-gitops/magnum-gitops/internal/gitserver"
 )
 
 // resize is fixture 02 for cluster n (its own UUID, name and stack id) at count workers.
@@ -82,15 +81,9 @@ func TestReconcile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			remote := gitserver.Start(t)
-			remote.Init("r.git")
+			remote, repo := testRemote(t)
 			dir := remote.Dir("r.git")
 			remote.Git(dir, "config", "core.logAllRefUpdates", "always")
-			repo, err := gitrepo.Open(context.Background(), gitrepo.Options{URL: remote.URL + "/r.git",
-				Author: gitrepo.Signature{Name: "magnum-gitops", Email: "m@example.org"}})
-			if err != nil {
-				t.Fatal(err)
-			}
 			if _, err := repo.Apply(context.Background(), gitrepo.Change{Files: map[string][]byte{"README.md": []byte("# clusters\n")}, Subject: "readme"}); err != nil {
 				t.Fatal(err)
 			}
