@@ -25,8 +25,9 @@ import (
 // does not hold already (file).
 func (p *Pipeline) encode(l *generator.Layout, tree gitrepo.Tree) (*generator.FileSet, error) {
 	fs := &generator.FileSet{Files: make(map[string][]byte, len(l.Files)), Deletes: l.Deletes}
+	encoding := p.Secrets.encoding()
 	for _, f := range l.Files {
-		b, err := p.file(f, tree)
+		b, err := p.file(f, tree, encoding)
 		if err != nil {
 			return nil, f.Wrap(err)
 		}
@@ -36,10 +37,11 @@ func (p *Pipeline) encode(l *generator.Layout, tree gitrepo.Tree) (*generator.Fi
 }
 
 // file is the content of f: the tree's file at f.Path when that holds f's input, else f
-// serialised (a manifest) or encoded as the Secret policy says (a Secret).
-func (p *Pipeline) file(f generator.File, tree gitrepo.Tree) ([]byte, error) {
+// serialised (a manifest) or encoded as the Secret policy says (a Secret; encoding names
+// the policy's way, SecretPolicy.encoding).
+func (p *Pipeline) file(f generator.File, tree gitrepo.Tree, encoding string) ([]byte, error) {
 	if f.Secret != nil {
-		return p.secretFile(f, tree)
+		return p.secretFile(f, tree, encoding)
 	}
 	j, err := json.Marshal(f.Object)
 	if err != nil {
@@ -62,14 +64,14 @@ func (p *Pipeline) file(f generator.File, tree gitrepo.Tree) ([]byte, error) {
 // secretFile is the content of a Secret's file: the tree's when the gate knows it holds
 // this Secret under the policy's encoding, or when the SOPS file there says it holds the
 // same plaintext for the same recipients; else the Secret encoded anew.
-func (p *Pipeline) secretFile(f generator.File, tree gitrepo.Tree) ([]byte, error) {
+func (p *Pipeline) secretFile(f generator.File, tree gitrepo.Tree, encoding string) ([]byte, error) {
 	j, err := json.Marshal(f.Secret)
 	if err != nil {
 		return nil, err
 	}
 	h := sha256.New()
 	h.Write(j)
-	h.Write([]byte("\x00" + p.Secrets.encoding()))
+	h.Write([]byte("\x00" + encoding))
 	var in [sha256.Size]byte
 	h.Sum(in[:0])
 	if b, ok := p.Gate.Held(tree, f.Path, in); ok {
